@@ -1,0 +1,270 @@
+"""AMQP 0-9-1 adapter on pika's BlockingConnection (RabbitMQ, LavinMQ, any 0-9-1 broker).
+
+Broker dialect (queue-type arguments, which header counts deliveries) comes from the profile, not
+from here: the adapter only speaks the protocol. Every pika exception is translated into the
+neutral ones so a case reads "channel closed 406" the same way through every adapter.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import socket
+import struct
+import time
+from typing import Any, Callable, TypeVar
+
+import pika
+import pika.exceptions as px
+from pika.adapters.blocking_connection import BlockingChannel
+
+from conformance.api import (
+    AckMode,
+    Adapter,
+    Connection,
+    Consumer,
+    Delivery,
+    QueueSpec,
+    QueueStats,
+    ServerInfo,
+    Session,
+)
+from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Exchange every 0-9-1 server must have (spec 3.1.3.1); a passive declare of it is a cheap round trip.
+BARRIER_EXCHANGE = "amq.direct"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def translate(fn: F) -> F:
+    """Map pika's exceptions onto the neutral ones, keeping the broker's code and text."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        conn: PikaConnection = self.connection if hasattr(self, "connection") else self
+        if conn.was_cut:
+            raise ConnectionLost("connection was cut by the suite")
+        try:
+            return fn(self, *args, **kwargs)
+        except px.ChannelClosedByBroker as exc:
+            raise ChannelClosed(exc.reply_code, _text(exc.reply_text)) from exc
+        except px.ConnectionClosedByBroker as exc:
+            raise ChannelClosed(exc.reply_code, _text(exc.reply_text), hard=True) from exc
+        except px.ChannelWrongStateError as exc:
+            reason = getattr(getattr(self, "channel", None), "_closing_reason", None)
+            if isinstance(reason, px.ChannelClosedByBroker):
+                raise ChannelClosed(reason.reply_code, _text(reason.reply_text)) from exc
+            raise AdapterError(f"channel is not open: {exc}") from exc
+        except (px.StreamLostError, px.AMQPConnectionError, px.ConnectionWrongStateError, OSError) as exc:
+            raise ConnectionLost(f"connection lost: {exc!r}") from exc
+        except (px.UnroutableError, px.NackError) as exc:
+            raise AdapterError(f"publish not confirmed: {exc}") from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+class PikaConsumer(Consumer):
+    def __init__(self, session: "PikaSession", queue: str, ack_mode: AckMode) -> None:
+        self.session = session
+        self.connection = session.connection
+        self.queue = queue
+        self.ack_mode = ack_mode
+        self.buffer: collections.deque[Delivery] = collections.deque()
+        self.tag = session.channel.basic_consume(
+            queue, self._on_message, auto_ack=ack_mode is AckMode.AUTO
+        )
+
+    def _on_message(self, _ch: BlockingChannel, method: Any, props: Any, body: bytes) -> None:
+        self.buffer.append(to_delivery(method, props, body, self.queue))
+
+    @translate
+    def next(self, timeout: float) -> Delivery:
+        end = time.monotonic() + timeout
+        while not self.buffer:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise OperationTimeout(f"no delivery from {self.queue} within {timeout:.1f}s")
+            self.connection.pika.process_data_events(time_limit=min(left, 0.25))
+        return self.buffer.popleft()
+
+    @translate
+    def cancel(self) -> None:
+        self.session.channel.basic_cancel(self.tag)
+
+
+def to_delivery(method: Any, props: Any, body: bytes, queue: str | None) -> Delivery:
+    headers = dict(props.headers or {})
+    count = headers.get("x-delivery-count")
+    return Delivery(
+        tag=method.delivery_tag,
+        body=body,
+        message_id=props.message_id,
+        redelivered=bool(method.redelivered),
+        delivery_count=int(count) if count is not None else None,
+        headers=headers,
+        persistent=None if props.delivery_mode is None else props.delivery_mode == 2,
+        consumer_tag=getattr(method, "consumer_tag", None),
+        queue=queue,
+    )
+
+
+class PikaSession(Session):
+    def __init__(self, connection: "PikaConnection") -> None:
+        self.connection = connection
+        self.channel: BlockingChannel = connection.pika.channel()
+
+    @translate
+    def declare_queue(self, spec: QueueSpec) -> str:
+        ok = self.channel.queue_declare(
+            spec.name,
+            durable=spec.durable,
+            exclusive=spec.exclusive,
+            auto_delete=spec.auto_delete,
+            arguments=dict(spec.arguments) or None,
+        )
+        return ok.method.queue
+
+    @translate
+    def delete_queue(self, name: str) -> None:
+        self.channel.queue_delete(name)
+
+    @translate
+    def queue_stats(self, name: str) -> QueueStats:
+        ok = self.channel.queue_declare(name, passive=True)
+        return QueueStats(ready=ok.method.message_count, consumers=ok.method.consumer_count)
+
+    @translate
+    def enable_confirms(self) -> None:
+        self.channel.confirm_delivery()
+
+    @translate
+    def publish(
+        self,
+        queue: str,
+        body: bytes,
+        *,
+        message_id: str | None = None,
+        persistent: bool = False,
+        headers: dict[str, Any] | None = None,
+    ) -> None:
+        props = pika.BasicProperties(
+            message_id=message_id,
+            delivery_mode=pika.DeliveryMode.Persistent if persistent else pika.DeliveryMode.Transient,
+            headers=headers,
+        )
+        self.channel.basic_publish("", queue, body, properties=props, mandatory=True)
+
+    @translate
+    def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None) -> Consumer:
+        if prefetch is not None:
+            self.channel.basic_qos(prefetch_count=prefetch)
+        return PikaConsumer(self, queue, ack_mode)
+
+    @translate
+    def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:
+        method, props, body = self.channel.basic_get(queue, auto_ack=ack_mode is AckMode.AUTO)
+        return None if method is None else to_delivery(method, props, body, queue)
+
+    @translate
+    def ack(self, tag: int, *, multiple: bool = False) -> None:
+        self.channel.basic_ack(tag, multiple=multiple)
+
+    @translate
+    def nack(self, tag: int, *, multiple: bool = False, requeue: bool = True) -> None:
+        self.channel.basic_nack(tag, multiple=multiple, requeue=requeue)
+
+    @translate
+    def reject(self, tag: int, *, requeue: bool = True) -> None:
+        self.channel.basic_reject(tag, requeue=requeue)
+
+    @translate
+    def recover(self, *, requeue: bool = True) -> None:
+        self.channel.basic_recover(requeue=requeue)
+
+    @translate
+    def qos(self, prefetch: int, *, global_: bool = False) -> None:
+        self.channel.basic_qos(prefetch_count=prefetch, global_qos=global_)
+
+    @translate
+    def sync(self) -> None:
+        self.channel.exchange_declare(BARRIER_EXCHANGE, passive=True)
+
+    def close(self) -> None:
+        if self.connection.was_cut or not self.channel.is_open:
+            return
+        try:
+            self.channel.close()
+        except (px.ChannelWrongStateError, px.StreamLostError, px.ConnectionWrongStateError):
+            pass
+
+    @property
+    def is_open(self) -> bool:
+        return not self.connection.was_cut and self.channel.is_open
+
+
+class PikaConnection(Connection):
+    def __init__(self, url: str, *, timeout: float, name: str | None) -> None:
+        params = pika.URLParameters(url)
+        params.connection_attempts = 1
+        params.socket_timeout = timeout
+        params.blocked_connection_timeout = timeout
+        params.client_properties = {"connection_name": name or "conformance"}
+        self.was_cut = False
+        try:
+            self.pika = pika.BlockingConnection(params)
+        except px.ProbableAuthenticationError as exc:
+            raise AdapterError(f"authentication refused: {exc!r}") from exc
+        except (px.AMQPConnectionError, OSError) as exc:
+            raise ConnectionLost(f"cannot connect: {exc!r}") from exc
+        props = {k: _text(v) if isinstance(v, bytes) else v for k, v in self.pika._impl.server_properties.items()}
+        self.server = ServerInfo(
+            product=_text(props.get("product", "unknown")),
+            version=_text(props.get("version", "unknown")),
+            protocol=PikaAdapter.protocol,
+            properties=props,
+        )
+
+    @translate
+    def session(self) -> Session:
+        return PikaSession(self)
+
+    def close(self) -> None:
+        if self.was_cut or not self.pika.is_open:
+            return
+        try:
+            self.pika.close()
+        except (px.ConnectionWrongStateError, px.StreamLostError):
+            pass
+
+    def cut(self) -> None:
+        """RST the socket under pika: the broker sees a dead peer, not a connection.close."""
+        if self.was_cut:
+            return
+        self.was_cut = True
+        sock: socket.socket | None = getattr(getattr(self.pika._impl, "_transport", None), "_sock", None)
+        if sock is None:
+            raise AdapterError("pika transport has no socket to cut")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+
+    @property
+    def is_open(self) -> bool:
+        return not self.was_cut and self.pika.is_open
+
+
+class PikaAdapter(Adapter):
+    name = "pika"
+    protocol = "amqp-0-9-1"
+    schemes = ("amqp", "amqps")
+    features = frozenset({"nack", "recover", "multiple", "qos", "tx", "confirms"})
+
+    def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None) -> Connection:
+        return PikaConnection(url, timeout=timeout, name=name)
+
+    def library_version(self) -> str:
+        return f"pika {pika.__version__}"

@@ -1,0 +1,238 @@
+"""The protocol-neutral client API that cases are written against, and the adapter plugin interface.
+
+An adapter maps these operations onto one client library and protocol (pika for AMQP 0-9-1,
+python-qpid-proton for AMQP 1.0, the in-house client, ...). Cases never import a client library:
+they speak in queues, deliveries, acknowledgements and faults, so one case runs through every
+adapter whose protocol can express it. What a protocol cannot express raises
+:class:`~conformance.errors.Unsupported`, which the runner reports as such, never as a pass.
+
+Adapters are discovered through the ``conformance.adapters`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable
+
+ADAPTER_GROUP = "conformance.adapters"
+
+
+class AckMode(str, enum.Enum):
+    """How the broker learns that a delivery was handled."""
+
+    #: The client settles each delivery (basic.ack/nack/reject; AMQP 1.0 unsettled link).
+    MANUAL = "manual"
+    #: The broker settles at send (AMQP 0-9-1 no-ack; AMQP 1.0 pre-settled, at-most-once).
+    AUTO = "auto"
+
+
+class AckScope(str, enum.Enum):
+    """The JMS seeds' client acknowledgement modes, expressed on one received delivery."""
+
+    #: CLIENT_ACKNOWLEDGE: this delivery and every earlier one on the session (AMQP 0-9-1 multiple=true).
+    CUMULATIVE = "cumulative"
+    #: INDIVIDUAL_ACKNOWLEDGE: this delivery only.
+    INDIVIDUAL = "individual"
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    name: str
+    #: Broker queue type as the profile names it ("classic", "quorum", ...).
+    queue_type: str = "classic"
+    durable: bool = True
+    exclusive: bool = False
+    auto_delete: bool = False
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    #: Messages ready for delivery (not counting deliveries awaiting acknowledgement).
+    ready: int
+    consumers: int
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    product: str
+    version: str
+    protocol: str
+    #: Raw server properties as announced at connect time (no secrets: brokers don't send them).
+    properties: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One message as a consumer (or get) received it, in neutral terms."""
+
+    tag: int
+    body: bytes
+    message_id: str | None
+    redelivered: bool
+    #: Broker-reported count of earlier delivery attempts (x-delivery-count, AMQP 1.0 header), if any.
+    delivery_count: int | None
+    headers: dict[str, Any]
+    persistent: bool | None
+    consumer_tag: str | None = None
+    queue: str | None = None
+    received_at: float = field(default_factory=time.monotonic)
+
+    def brief(self) -> str:
+        return f"{self.message_id}(tag={self.tag}, redelivered={str(self.redelivered).lower()})"
+
+
+class Consumer(abc.ABC):
+    """A subscription on one queue; deliveries are buffered in arrival order."""
+
+    tag: str
+    queue: str
+    ack_mode: AckMode
+
+    @abc.abstractmethod
+    def next(self, timeout: float) -> Delivery:
+        """The next delivery, waiting at most ``timeout`` s (OperationTimeout otherwise)."""
+
+    def take(self, n: int, timeout: float) -> list[Delivery]:
+        """Exactly ``n`` deliveries within one overall deadline."""
+        end = time.monotonic() + timeout
+        return [self.next(max(0.0, end - time.monotonic())) for _ in range(n)]
+
+    @abc.abstractmethod
+    def cancel(self) -> None:
+        """Stop the subscription (basic.cancel / link detach). Unacknowledged deliveries stay held."""
+
+
+class Session(abc.ABC):
+    """An AMQP 0-9-1 channel or an AMQP 1.0 session: the scope of delivery tags and acknowledgements."""
+
+    @abc.abstractmethod
+    def declare_queue(self, spec: QueueSpec) -> str: ...
+
+    @abc.abstractmethod
+    def delete_queue(self, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def queue_stats(self, name: str) -> QueueStats:
+        """Broker-side counts, read synchronously (0-9-1: passive queue.declare)."""
+
+    @abc.abstractmethod
+    def enable_confirms(self) -> None:
+        """From now on :meth:`publish` returns only once the broker has accepted the message."""
+
+    @abc.abstractmethod
+    def publish(
+        self,
+        queue: str,
+        body: bytes,
+        *,
+        message_id: str | None = None,
+        persistent: bool = False,
+        headers: dict[str, Any] | None = None,
+    ) -> None:
+        """Send one message to ``queue`` (0-9-1: default exchange, routing key = queue)."""
+
+    @abc.abstractmethod
+    def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None) -> Consumer: ...
+
+    @abc.abstractmethod
+    def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:
+        """Fetch one message synchronously; None when the queue is empty."""
+
+    @abc.abstractmethod
+    def ack(self, tag: int, *, multiple: bool = False) -> None: ...
+
+    @abc.abstractmethod
+    def nack(self, tag: int, *, multiple: bool = False, requeue: bool = True) -> None: ...
+
+    @abc.abstractmethod
+    def reject(self, tag: int, *, requeue: bool = True) -> None: ...
+
+    @abc.abstractmethod
+    def recover(self, *, requeue: bool = True) -> None: ...
+
+    @abc.abstractmethod
+    def qos(self, prefetch: int, *, global_: bool = False) -> None: ...
+
+    @abc.abstractmethod
+    def sync(self) -> None:
+        """A round trip on this session: every operation sent before it has been processed by the broker.
+
+        Raises :class:`~conformance.errors.ChannelClosed` if the broker closed the session meanwhile
+        (e.g. 406 for an ack of an unknown tag), which is how asynchronous errors become observable.
+        """
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Graceful close (channel.close / session end): the broker requeues unacknowledged deliveries."""
+
+    @property
+    @abc.abstractmethod
+    def is_open(self) -> bool: ...
+
+    def acknowledge(self, delivery: Delivery, scope: AckScope) -> None:
+        """The JMS client-acknowledge modes; an adapter whose protocol differs overrides this."""
+        self.ack(delivery.tag, multiple=scope is AckScope.CUMULATIVE)
+
+
+class Connection(abc.ABC):
+    server: ServerInfo
+
+    @abc.abstractmethod
+    def session(self) -> Session: ...
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Graceful close with the protocol's handshake."""
+
+    @abc.abstractmethod
+    def cut(self) -> None:
+        """Abrupt disconnect: the socket is reset (RST) with no close handshake, as a crashed client would."""
+
+    @property
+    @abc.abstractmethod
+    def is_open(self) -> bool: ...
+
+
+class Adapter(abc.ABC):
+    """A client plugin. Registered under ``conformance.adapters``; the core never names one."""
+
+    #: Short name used on the command line and in results.
+    name: ClassVar[str]
+    #: Protocol tag carried into every result record ("amqp-0-9-1", "amqp-1.0").
+    protocol: ClassVar[str]
+    #: URL schemes this adapter can connect to.
+    schemes: ClassVar[tuple[str, ...]]
+    #: Operations this adapter's protocol can express, beyond the core (e.g. "recover", "nack").
+    features: ClassVar[frozenset[str]] = frozenset()
+
+    @abc.abstractmethod
+    def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None) -> Connection: ...
+
+    def library_version(self) -> str:
+        return "unknown"
+
+
+def adapters() -> dict[str, type[Adapter]]:
+    from conformance.plugins import load_group
+
+    return load_group(ADAPTER_GROUP)
+
+
+def adapter_for(scheme: str, preferred: str | None = None) -> type[Adapter]:
+    """The adapter for a URL scheme, or the one the user named."""
+    from conformance.errors import UsageError
+
+    found = adapters()
+    if preferred:
+        if preferred not in found:
+            raise UsageError(f"unknown adapter {preferred!r}; installed: {', '.join(sorted(found)) or 'none'}")
+        return found[preferred]
+    candidates: Iterable[type[Adapter]] = (a for a in found.values() if scheme in a.schemes)
+    chosen = sorted(candidates, key=lambda a: a.name)
+    if not chosen:
+        raise UsageError(f"no installed adapter speaks {scheme!r}; installed: {', '.join(sorted(found)) or 'none'}")
+    return chosen[0]

@@ -1,0 +1,219 @@
+"""Cases: one scenario (drives the broker, returns observations) and one verdict (judges them).
+
+A case module reads like an h2spec section: one class per case, naming the requirement it checks::
+
+    class TestFirstDeliveryNotRedelivered(Case):
+        requirement = "ACK-FIRST-NOT-REDELIVERED"
+
+        def scenario(self, ctx): ...           # returns plain, JSON-able observations
+        def verdict(self, obs, profile, qt): ...  # pure: unit tests feed it violating observations
+
+The pytest plugin supplies the ``conformance_case`` fixture that runs scenario then verdict, applies
+the profile, writes the result record and turns the verdict into a pytest outcome.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Callable, ClassVar, cast
+
+from conformance.api import AckMode, Adapter, Connection, Consumer, Delivery, QueueSpec, QueueStats, Session
+from conformance.catalogue import Requirement
+from conformance.errors import ChannelClosed, OperationTimeout
+from conformance.history import History, Recorded
+from conformance.profile import Profile
+from conformance.verdict import Verdict
+
+Obs = dict[str, Any]
+
+#: Generous bound on any single wait inside a case; the case deadline bounds the whole.
+WAIT_S = 10.0
+
+
+class Case:
+    """Base of every case. Subclasses set ``requirement`` and implement scenario and verdict."""
+
+    requirement: ClassVar[str]
+    #: Queue types the case runs on; None means every queue type of the selected profile.
+    queue_types: ClassVar[tuple[str, ...] | None] = None
+    #: Extra parameter axis (e.g. which trigger requeues): each value runs as its own case.
+    variants: ClassVar[tuple[str, ...] | None] = None
+
+    def scenario(self, ctx: "CaseContext") -> Obs:
+        raise NotImplementedError
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        raise NotImplementedError
+
+    # The pytest entry point: collected once per case class, parametrized by the plugin.
+    def test(self, conformance_case: Callable[["Case"], None]) -> None:
+        conformance_case(self)
+
+
+def delivery_obs(d: Delivery) -> Obs:
+    """The parts of a delivery a verdict may judge, as plain data."""
+    return {"id": d.message_id, "tag": d.tag, "redelivered": d.redelivered, "delivery_count": d.delivery_count}
+
+
+class CaseContext:
+    """What a scenario drives the broker with: connections, queues, barriers. The generator's toolbox."""
+
+    def __init__(
+        self,
+        *,
+        adapter: Adapter,
+        url: str,
+        profile: Profile,
+        requirement: Requirement,
+        queue_type: str | None,
+        variant: str | None = None,
+        history: History | None = None,
+    ) -> None:
+        self.adapter = adapter
+        self.url = url
+        self.profile = profile
+        self.requirement = requirement
+        self.queue_type = queue_type
+        self.variant = variant
+        self.history = history or History()
+        self._connections: list[Connection] = []
+        self._queues: list[str] = []
+        self._admin: Session | None = None
+        self._n = 0
+        self.last_sentinel: Delivery | None = None
+
+    # -- connections -------------------------------------------------------------------------
+
+    def connect(self, actor: str | None = None) -> Connection:
+        self._n += 1
+        actor = actor or f"client{self._n}"
+        conn = self.adapter.connect(self.url, name=f"conformance {self.requirement.id} {actor}")
+        self._connections.append(conn)
+        self.history.add(actor, "connect", f"{conn.server.product} {conn.server.version}")
+        return cast(Connection, Recorded(conn, self.history, actor))
+
+    def session(self, actor: str | None = None) -> Session:
+        """A fresh connection with one session: the usual unit a consumer under test gets."""
+        return self.connect(actor).session()
+
+    @property
+    def admin(self) -> Session:
+        """A separate session for setup, publishing and barriers, with publisher confirms on."""
+        if self._admin is None or not self._admin.is_open:
+            conn = self.connect("admin")
+            self._admin = conn.session()
+            self._admin.enable_confirms()
+        return self._admin
+
+    # -- queues and messages -----------------------------------------------------------------
+
+    def queue(self, **arguments: Any) -> str:
+        """Declare a uniquely named queue of the case's queue type, deleted after the case."""
+        qt = self.profile.queue_types.get(self.queue_type or "")
+        name = f"conformance.{self.requirement.id.lower()}.{self.queue_type or 'default'}.{uuid.uuid4().hex[:8]}"
+        spec = QueueSpec(
+            name=name,
+            queue_type=self.queue_type or "default",
+            durable=qt.durable if qt else True,
+            arguments={**(qt.arguments if qt else {}), **arguments},
+        )
+        self.admin.declare_queue(spec)
+        self._queues.append(name)
+        return name
+
+    def publish(self, queue: str, n: int, *, prefix: str = "m", persistent: bool = False) -> list[str]:
+        """Publish ``n`` confirmed messages with ids prefix1..prefixN; return the ids."""
+        ids = [f"{prefix}{i}" for i in range(1, n + 1)]
+        for mid in ids:
+            self.admin.publish(queue, mid.encode(), message_id=mid, persistent=persistent)
+        return ids
+
+    def stats(self, queue: str) -> QueueStats:
+        """Broker-side counts, not logged (barriers poll it; :meth:`wait_for` logs the outcome)."""
+        admin = self.admin
+        raw = getattr(admin, "_target", admin)
+        return raw.queue_stats(queue)
+
+    # -- waiting -----------------------------------------------------------------------------
+
+    def wait_for(self, predicate: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
+        """Poll a broker-side condition until it holds; OperationTimeout names what never happened."""
+        start = time.monotonic()
+        end = start + timeout
+        polls = 1
+        while not predicate():
+            if time.monotonic() >= end:
+                self.history.add("suite", "wait", what, error=f"not reached in {timeout:.1f}s ({polls} polls)")
+                raise OperationTimeout(f"timed out after {timeout:.1f}s waiting for {what}")
+            time.sleep(0.005)  # allowed: polling a broker condition with a deadline
+            polls += 1
+        self.history.add("suite", "wait", f"{what}: reached after {(time.monotonic() - start) * 1000:.1f}ms ({polls} polls)")
+
+    def await_consumers(self, queue: str, n: int) -> QueueStats:
+        """Barrier: the queue has processed consumer arrivals/departures (and their requeues)."""
+        last: list[QueueStats] = []
+
+        def check() -> bool:
+            last[:] = [self.stats(queue)]
+            return last[0].consumers == n
+
+        self.wait_for(check, f"{queue} to report {n} consumer(s)")
+        self.history.add("suite", "stats", f"{queue} -> {last[0]}")
+        return last[0]
+
+    def until_sentinel(self, consumer: Consumer, queue: str, timeout: float = WAIT_S) -> list[Delivery]:
+        """Barrier for a negative check: publish a sentinel to ``queue`` and return what ``consumer``
+        receives before it. Whatever the broker held for delivery when the sentinel was enqueued is
+        delivered ahead of it, so an empty list proves nothing more was pending."""
+        sentinel = f"sentinel-{uuid.uuid4().hex[:8]}"
+        self.admin.publish(queue, b"", message_id=sentinel)
+        out: list[Delivery] = []
+        end = time.monotonic() + timeout
+        while True:
+            d = consumer.next(max(0.0, end - time.monotonic()))
+            if d.message_id == sentinel:
+                self.last_sentinel = d
+                return out
+            out.append(d)
+
+    def drain(self, queue: str, timeout: float = WAIT_S) -> list[Delivery]:
+        """Everything deliverable from ``queue`` now, in delivery order, proven complete by a sentinel.
+
+        Call it after a barrier (e.g. :meth:`await_consumers`) so requeues have happened. The drained
+        deliveries and the sentinel are acknowledged one by one, so a later drain starts clean.
+        """
+        session = self.connect("drain").session()
+        consumer = session.consume(queue, ack_mode=AckMode.MANUAL, prefetch=1000)
+        out = self.until_sentinel(consumer, queue, timeout)
+        for d in [*out, self.last_sentinel]:
+            session.ack(d.tag)
+        session.sync()
+        session.close()
+        return out
+
+    @staticmethod
+    def channel_error(fn: Callable[[], Any]) -> Obs:
+        """Run ``fn`` and report how the broker answered: no error, or which channel/connection error."""
+        try:
+            fn()
+        except ChannelClosed as exc:
+            return {"closed": True, "code": exc.code, "text": exc.text, "hard": exc.hard}
+        return {"closed": False, "code": None, "text": "", "hard": False}
+
+    # -- teardown ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Delete the case's queues and close its connections; never masks the case's own outcome."""
+        try:
+            if self._queues:
+                admin = self.admin
+                for q in self._queues:
+                    admin.delete_queue(q)
+        except Exception as exc:  # cleanup must not turn a verdict into an error
+            self.history.add("admin", "cleanup", error=repr(exc))
+        for c in self._connections:
+            try:
+                c.close()
+            except Exception:
+                pass

@@ -1,0 +1,37 @@
+"""AMQP 0-9-1 basic.recover (requeue=true): rule basic/recover/01, redelivered flag on all resent."""
+
+from __future__ import annotations
+
+from conformance.case import Case, CaseContext, Obs, delivery_obs
+from conformance.checkers import all_redelivered, returned_exactly
+from conformance.profile import Profile
+from conformance.verdict import Verdict, first_failure
+
+
+class TestRecoverRedelivers(Case):
+    requirement = "ACK-RECOVER-REDELIVERS"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, 3)
+        session = ctx.session("consumer")
+        consumer = session.consume(q, prefetch=10)
+        held = consumer.take(3, timeout=10)
+        session.ack(held[1].tag)
+        session.recover(requeue=True)
+        again = consumer.take(2, timeout=10)
+        # Anything recover wrongly resent (the acked message) arrives before this sentinel.
+        extra = ctx.until_sentinel(consumer, q)
+        return {
+            "published": published,
+            "held": [delivery_obs(d) for d in held],
+            "acked": held[1].message_id,
+            "returned": [delivery_obs(d) for d in again + extra],
+        }
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        unacked = [d["id"] for d in obs["held"] if d["id"] != obs["acked"]]
+        return first_failure(
+            returned_exactly(obs["returned"], unacked, what="after basic.recover(requeue=true), the unacked deliveries"),
+            all_redelivered(obs["returned"]),
+        )

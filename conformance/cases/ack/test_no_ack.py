@@ -1,0 +1,32 @@
+"""AMQP 0-9-1 basic.consume no-ack (the seeds' unreliable link / NO_ACKNOWLEDGE): at-most-once."""
+
+from __future__ import annotations
+
+from conformance.api import AckMode
+from conformance.case import Case, CaseContext, Obs, delivery_obs
+from conformance.checkers import returned_exactly
+from conformance.profile import Profile
+from conformance.verdict import Verdict, first_failure, holds
+
+
+class TestAutoAckRemovedOnDelivery(Case):
+    requirement = "ACK-AUTO-REMOVED-ON-DELIVERY"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, 3)
+        conn = ctx.connect("consumer")
+        got = conn.session().consume(q, ack_mode=AckMode.AUTO).take(3, timeout=10)
+        conn.cut()
+        ctx.await_consumers(q, 0)
+        return {"published": published, "received": [delivery_obs(d) for d in got], "returned": [delivery_obs(d) for d in ctx.drain(q)]}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        return first_failure(
+            holds(
+                len(obs["received"]) == len(obs["published"]),
+                expected=f"the no-ack consumer receives all {len(obs['published'])} messages",
+                observed=f"received {len(obs['received'])}",
+            ),
+            returned_exactly(obs["returned"], [], what="after the no-ack consumer's connection was cut"),
+        )

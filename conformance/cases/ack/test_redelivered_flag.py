@@ -1,0 +1,116 @@
+"""AMQP 0-9-1 basic.deliver 'redelivered': first deliveries, and what a lost consumer hands back.
+
+Each scenario ends with a barrier (the queue reports the consumer gone) and a sentinel-proven drain,
+so "came back" and "did not come back" are both decided, never sampled.
+"""
+
+from __future__ import annotations
+
+from conformance.case import Case, CaseContext, Obs, delivery_obs
+from conformance.checkers import all_redelivered, returned_exactly
+from conformance.profile import Profile
+from conformance.verdict import Verdict, first_failure, fmt, holds
+
+
+class TestFirstDeliveryNotRedelivered(Case):
+    requirement = "ACK-FIRST-NOT-REDELIVERED"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, 4)
+        by_get = ctx.session("getter").get(q)
+        consumer = ctx.session("consumer").consume(q, prefetch=10)
+        got = [delivery_obs(d) for d in consumer.take(3, timeout=10)]
+        return {"published": published, "consumed": got, "fetched": [delivery_obs(by_get)] if by_get else []}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        firsts = obs["consumed"] + obs["fetched"]
+        wrong = [d["id"] for d in firsts if d["redelivered"]]
+        return first_failure(
+            holds(len(obs["fetched"]) == 1, expected="basic.get returns the freshly published message", observed=f"basic.get returned {len(obs['fetched'])} message(s)"),
+            holds(
+                not wrong,
+                expected="redelivered=false on every first delivery (basic.deliver and basic.get-ok)",
+                observed=f"redelivered=true on first delivery of {fmt(wrong)}" if wrong else "redelivered=false on all",
+                key="redelivered=true-on-first" if wrong else None,
+            ),
+        )
+
+
+def _returns_after_loss(ctx: CaseContext, how: str) -> Obs:
+    q = ctx.queue()
+    published = ctx.publish(q, 3)
+    conn = ctx.connect("consumer")
+    session = conn.session()
+    held = [delivery_obs(d) for d in session.consume(q, prefetch=10).take(3, timeout=10)]
+    if how == "cut":
+        conn.cut()
+    else:
+        session.close()
+    ctx.await_consumers(q, 0)
+    returned = [delivery_obs(d) for d in ctx.drain(q)]
+    return {"published": published, "held": held, "returned": returned, "how": how}
+
+
+def _judge_all_return(obs: Obs, what: str) -> Verdict:
+    return first_failure(
+        returned_exactly(obs["returned"], [d["id"] for d in obs["held"]], what=what),
+        all_redelivered(obs["returned"]),
+    )
+
+
+class TestRedeliverOnConnectionLoss(Case):
+    requirement = "ACK-REDELIVER-ON-CONNECTION-LOSS"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        return _returns_after_loss(ctx, "cut")
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        return _judge_all_return(obs, "after TCP reset of the consumer's connection, its 3 unacked deliveries")
+
+
+class TestRedeliverOnChannelClose(Case):
+    requirement = "ACK-REDELIVER-ON-CHANNEL-CLOSE"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        return _returns_after_loss(ctx, "channel.close")
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        return _judge_all_return(obs, "after channel.close with 3 unacked deliveries")
+
+
+class TestAckedNeverRedelivered(Case):
+    requirement = "ACK-ACKED-NEVER-REDELIVERED"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, 4)
+        conn = ctx.connect("consumer")
+        session = conn.session()
+        held = session.consume(q, prefetch=10).take(4, timeout=10)
+        acked = [held[1], held[3]]
+        for d in acked:
+            session.ack(d.tag)
+        session.sync()
+        conn.cut()
+        ctx.await_consumers(q, 0)
+        return {
+            "published": published,
+            "held": [delivery_obs(d) for d in held],
+            "acked": [d.message_id for d in acked],
+            "returned": [delivery_obs(d) for d in ctx.drain(q)],
+        }
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        unacked = [d["id"] for d in obs["held"] if d["id"] not in obs["acked"]]
+        back = [d["id"] for d in obs["returned"]]
+        resurrected = [m for m in obs["acked"] if m in back]
+        return first_failure(
+            holds(
+                not resurrected,
+                expected=f"acked {fmt(obs['acked'])} never delivered again",
+                observed=f"acked {fmt(resurrected)} delivered again after the cut" if resurrected else f"came back {fmt(back)}",
+                key="acked-redelivered" if resurrected else None,
+            ),
+            returned_exactly(obs["returned"], unacked, what="after the cut, the unacked deliveries"),
+        )

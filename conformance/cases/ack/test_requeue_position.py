@@ -1,0 +1,65 @@
+"""Where a requeued message goes: AMQP 0-9-1 leaves it to the broker, the profile documents it.
+
+Two consumers with prefetch 1 hold m1 (A) and m2 (B) while m3, m4 wait. B returns its message
+first, then A. The resulting order tells the three documented policies apart:
+publication-order [m1 m2 m3 m4], head-in-return-order [m2 m1 m3 m4], tail-in-return-order [m3 m4 m2 m1].
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from conformance.case import Case, CaseContext, Obs
+from conformance.profile import Profile
+from conformance.verdict import Verdict, same, undocumented
+
+POLICIES = ("publication-order", "head-in-return-order", "tail-in-return-order")
+
+
+def expected_order(policy: str, published: list[str], returned: list[str]) -> list[str]:
+    untouched = [m for m in published if m not in returned]
+    if policy == "publication-order":
+        return [m for m in published]
+    if policy == "head-in-return-order":
+        return returned + untouched
+    if policy == "tail-in-return-order":
+        return untouched + returned
+    raise ValueError(f"unknown requeue policy {policy!r}; one of {', '.join(POLICIES)}")
+
+
+class TestRequeuePosition(Case):
+    requirement = "ACK-REQUEUE-POSITION"
+    variants = ("consumer-loss", "recover")
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, 4)
+        conn_a, conn_b = ctx.connect("A"), ctx.connect("B")
+        sa, sb = conn_a.session(), conn_b.session()
+        ca = sa.consume(q, prefetch=1)
+        held_a = ca.next(10)
+        cb = sb.consume(q, prefetch=1)
+        held_b = cb.next(10)
+        if ctx.variant == "recover":
+            ca.cancel()
+            cb.cancel()
+            sb.recover(requeue=True)
+            ctx.wait_for(lambda: ctx.stats(q).ready == 3, "B's delivery back in the queue")
+            sa.recover(requeue=True)
+            ctx.wait_for(lambda: ctx.stats(q).ready == 4, "A's delivery back in the queue")
+        else:
+            conn_b.cut()
+            ctx.await_consumers(q, 1)
+            conn_a.cut()
+            ctx.await_consumers(q, 0)
+        order = [d.message_id for d in ctx.drain(q)]
+        return {"variant": ctx.variant, "published": published, "returned": [held_b.message_id, held_a.message_id], "order": order}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        key = f"requeue.position.{obs['variant']}"
+        entry = profile.entry(key, queue_type)
+        if entry is None:
+            return undocumented(key, profile)
+        expected = expected_order(entry.value, obs["published"], obs["returned"])
+        v = same(expected, obs["order"], what=f"delivery order after requeue ({entry.value})", spec=False)
+        return replace(v, citation=entry.source)

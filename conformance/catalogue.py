@@ -1,0 +1,133 @@
+"""The requirement catalogue: normative statements kept as data (conformance/requirements/*.yaml)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from conformance.errors import UsageError
+
+LEVELS = ("MUST", "SHOULD", "MAY", "EXTENSION")
+SOURCE_KINDS = ("spec", "vendor", "seed")
+ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str
+    ref: str
+    url: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.ref} <{self.url}>" if self.url else self.ref
+
+
+@dataclass(frozen=True)
+class Requirement:
+    id: str
+    level: str
+    text: str
+    area: str
+    sources: tuple[Source, ...]
+    protocols: tuple[str, ...] = ()
+    #: Profile entry that defines the expectation, for requirements the spec leaves to the broker.
+    profile_entry: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def citation(self) -> str:
+        return "; ".join(str(s) for s in self.sources)
+
+
+@dataclass(frozen=True)
+class Area:
+    id: str
+    title: str
+    requirements: tuple[Requirement, ...]
+
+
+def _parse_area(data: Any, origin: str) -> Area:
+    if not isinstance(data, dict) or "area" not in data or "requirements" not in data:
+        raise UsageError(f"{origin}: a requirements file needs 'area' and 'requirements'")
+    area = str(data["area"])
+    reqs = []
+    for i, raw in enumerate(data["requirements"] or []):
+        where = f"{origin}: requirement #{i + 1}"
+        if not isinstance(raw, dict):
+            raise UsageError(f"{where}: expected a mapping")
+        missing = [k for k in ("id", "level", "text", "sources") if not raw.get(k)]
+        if missing:
+            raise UsageError(f"{where}: missing {', '.join(missing)}")
+        rid = str(raw["id"])
+        if not ID_PATTERN.match(rid):
+            raise UsageError(f"{where}: id {rid!r} is not of the form AREA-WORD(-WORD)")
+        if raw["level"] not in LEVELS:
+            raise UsageError(f"{where} ({rid}): level {raw['level']!r} is not one of {', '.join(LEVELS)}")
+        sources = []
+        for s in raw["sources"]:
+            if not isinstance(s, dict) or s.get("kind") not in SOURCE_KINDS or not s.get("ref"):
+                raise UsageError(f"{where} ({rid}): each source needs kind ({'/'.join(SOURCE_KINDS)}) and ref")
+            sources.append(Source(kind=s["kind"], ref=str(s["ref"]), url=s.get("url")))
+        known = {"id", "level", "text", "sources", "protocols", "profile_entry"}
+        reqs.append(
+            Requirement(
+                id=rid,
+                level=raw["level"],
+                text=" ".join(str(raw["text"]).split()),
+                area=area,
+                sources=tuple(sources),
+                protocols=tuple(raw.get("protocols") or ()),
+                profile_entry=raw.get("profile_entry"),
+                extra={k: v for k, v in raw.items() if k not in known},
+            )
+        )
+    return Area(id=area, title=str(data.get("title", area)), requirements=tuple(reqs))
+
+
+def load_areas(paths: Iterable[Path] | None = None) -> list[Area]:
+    if paths is None:
+        root = resources.files("conformance") / "requirements"
+        paths = sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith(".yaml"))
+    areas = []
+    for p in paths:
+        try:
+            data = yaml.safe_load(Path(p).read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise UsageError(f"{p}: cannot read requirements: {exc}") from exc
+        areas.append(_parse_area(data, str(p)))
+    return areas
+
+
+@cache
+def catalogue() -> dict[str, Requirement]:
+    """Every requirement by id; duplicate ids are an error."""
+    out: dict[str, Requirement] = {}
+    for area in load_areas():
+        for r in area.requirements:
+            if r.id in out:
+                raise UsageError(f"duplicate requirement id {r.id}")
+            out[r.id] = r
+    return out
+
+
+def requirement(rid: str) -> Requirement:
+    try:
+        return catalogue()[rid]
+    except KeyError:
+        raise UsageError(f"unknown requirement {rid!r}") from None
+
+
+def select(area: str | None = None, level: str | None = None) -> list[Requirement]:
+    reqs = list(catalogue().values())
+    if area:
+        reqs = [r for r in reqs if r.area == area]
+    if level:
+        if level.upper() not in LEVELS:
+            raise UsageError(f"unknown level {level!r}; one of {', '.join(LEVELS)}")
+        reqs = [r for r in reqs if r.level == level.upper()]
+    return reqs

@@ -1,0 +1,74 @@
+"""Checkers: reusable judgements over recorded deliveries (the Jepsen checker role).
+
+Inputs are plain observation data (lists of delivery dicts from :func:`conformance.case.delivery_obs`),
+so every checker is unit-testable with synthetic histories.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from conformance.verdict import Verdict, fmt, holds
+
+Deliveries = Sequence[dict[str, Any]]
+
+
+def ids_of(ds: Deliveries) -> list[str]:
+    return [d["id"] for d in ds]
+
+
+def returned_exactly(returned: Deliveries, expected_ids: Sequence[str], *, what: str) -> Verdict:
+    """The set of messages that came back is exactly ``expected_ids``: none lost, none extra, no dupes."""
+    got = ids_of(returned)
+    missing = [m for m in expected_ids if m not in got]
+    extra = [m for m in got if m not in expected_ids]
+    dupes = sorted({m for m in got if got.count(m) > 1})
+    problems = []
+    if missing:
+        problems.append(f"missing {fmt(missing)}")
+    if extra:
+        problems.append(f"unexpected {fmt(extra)}")
+    if dupes:
+        problems.append(f"duplicated {fmt(dupes)}")
+    return holds(
+        not problems,
+        expected=f"{what}: exactly {fmt(list(expected_ids))} come back",
+        observed=f"{what}: came back {fmt(got)}" + (f" ({'; '.join(problems)})" if problems else ""),
+        key="returned=" + fmt(sorted(got)),
+    )
+
+
+def all_redelivered(returned: Deliveries, *, flag: bool = True) -> Verdict:
+    wrong = [f"{d['id']}(redelivered={fmt(d['redelivered'])})" for d in returned if bool(d["redelivered"]) is not flag]
+    return holds(
+        not wrong,
+        expected=f"every returned delivery has redelivered={fmt(flag)}",
+        observed=("all " + f"redelivered={fmt(flag)}") if not wrong else "wrong flag on " + ", ".join(wrong),
+        key="redelivered-flag-wrong" if wrong else None,
+    )
+
+
+def channel_closed_with(answer: dict[str, Any], code: int, *, what: str) -> Verdict:
+    """The broker answered with a channel (not connection) exception carrying ``code``."""
+    if not answer.get("closed"):
+        observed = f"{what}: no channel exception (channel stayed open)"
+        key = "no-error"
+    else:
+        scope = "connection" if answer.get("hard") else "channel"
+        observed = f"{what}: {scope} closed with {answer['code']} {answer.get('text', '')}".rstrip()
+        key = f"{scope}-{answer['code']}"
+    ok = bool(answer.get("closed")) and not answer.get("hard") and answer.get("code") == code
+    return holds(ok, expected=f"{what}: channel closed with {code}", observed=observed, key=key)
+
+
+def accepted(answer: dict[str, Any], *, what: str) -> Verdict:
+    """The broker took the operation without closing the channel or connection."""
+    if not answer.get("closed"):
+        return holds(True, expected=f"{what}: accepted", observed=f"{what}: accepted")
+    scope = "connection" if answer.get("hard") else "channel"
+    return holds(
+        False,
+        expected=f"{what}: accepted (channel stays open)",
+        observed=f"{what}: {scope} closed with {answer['code']} {answer.get('text', '')}".rstrip(),
+        key=f"{scope}-{answer['code']}",
+    )

@@ -1,0 +1,54 @@
+"""Exceptions the neutral API raises, in protocol-neutral terms.
+
+Cases and checkers see these, never a client library's own exceptions, so one case reads the same
+through every adapter.
+"""
+
+from __future__ import annotations
+
+
+class ConformanceError(Exception):
+    """Base of the suite's own errors."""
+
+
+class UsageError(ConformanceError):
+    """Bad input from the user: unknown broker, malformed profile or results file, bad option."""
+
+
+class TargetError(ConformanceError):
+    """The target cannot be launched or reached (infrastructure, not a broker verdict)."""
+
+
+class AdapterError(ConformanceError):
+    """The adapter could not carry out an operation for a reason that is not the broker's answer."""
+
+
+class Unsupported(AdapterError):
+    """The adapter or protocol cannot express the operation at all (e.g. basic.recover on AMQP 1.0)."""
+
+
+class OperationTimeout(AdapterError):
+    """A wait with a deadline expired (no delivery, no reply)."""
+
+
+class ConnectionLost(AdapterError):
+    """The connection is gone: cut by the suite, closed by the peer, or the socket failed."""
+
+    def __init__(self, message: str, *, code: int | None = None, text: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.text = text
+
+
+class ChannelClosed(ConformanceError):
+    """The broker closed the channel/session with an error: a protocol answer cases may expect.
+
+    ``code`` is the AMQP reply code (e.g. 406) and ``text`` the reply text; ``hard`` is True when the
+    broker closed the whole connection (a connection exception) rather than the channel only.
+    """
+
+    def __init__(self, code: int, text: str, *, hard: bool = False) -> None:
+        super().__init__(f"{'connection' if hard else 'channel'} closed by broker: {code} {text}")
+        self.code = code
+        self.text = text
+        self.hard = hard

@@ -1,0 +1,211 @@
+"""Profiles: what one broker (version range, protocol) documents about itself, each entry with its citation.
+
+A profile never makes a failure pass silently. It can
+- supply the expectation for a requirement the spec leaves to the broker (``entries``),
+- mark a requirement unsupported for some queue types (the case is skipped with that reason),
+- document a deviation: a failure whose observed behaviour matches the documented one is reported
+  as a deviation, with the citation, instead of a plain failure.
+
+Profiles are YAML files in conformance/profiles/ (or any path given with ``--profile``), chosen from
+the product and version the server announces at connect time unless the user names one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from conformance.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Entry:
+    value: Any
+    source: str
+
+
+@dataclass(frozen=True)
+class Documented:
+    """A deviation or an unsupported requirement, as the profile documents it."""
+
+    requirement: str
+    queue_types: tuple[str, ...] | None
+    reason: str
+    source: str
+    #: For deviations: the observation key the verdict must report for the deviation to apply.
+    observed: str | None = None
+
+    def applies(self, requirement: str, queue_type: str | None) -> bool:
+        return self.requirement == requirement and (
+            self.queue_types is None or queue_type is None or queue_type in self.queue_types
+        )
+
+
+@dataclass(frozen=True)
+class QueueType:
+    name: str
+    durable: bool
+    arguments: dict[str, Any]
+    source: str
+
+
+@dataclass
+class Profile:
+    id: str
+    title: str
+    product: str
+    versions: str
+    protocols: tuple[str, ...]
+    queue_types: dict[str, QueueType]
+    entries: dict[str, dict[str | None, Entry]]
+    deviations: list[Documented] = field(default_factory=list)
+    unsupported: list[Documented] = field(default_factory=list)
+    checked: str = ""
+    path: str = ""
+
+    def matches(self, product: str, version: str, protocol: str) -> bool:
+        if self.product != "*" and self.product.lower() != product.lower():
+            return False
+        if protocol not in self.protocols:
+            return False
+        if not self.versions or self.versions == "*":
+            return True
+        try:
+            return Version(version) in SpecifierSet(self.versions)
+        except InvalidVersion:
+            return False
+
+    def entry(self, key: str, queue_type: str | None = None) -> Entry | None:
+        by_qt = self.entries.get(key)
+        if not by_qt:
+            return None
+        return by_qt.get(queue_type) or by_qt.get(None)
+
+    def unsupported_reason(self, requirement: str, queue_type: str | None) -> Documented | None:
+        return next((u for u in self.unsupported if u.applies(requirement, queue_type)), None)
+
+    def deviation(self, requirement: str, queue_type: str | None, observed_key: str | None) -> Documented | None:
+        return next(
+            (d for d in self.deviations if d.applies(requirement, queue_type) and d.observed == observed_key),
+            None,
+        )
+
+
+def _need(d: dict[str, Any], key: str, where: str) -> Any:
+    if key not in d or d[key] in (None, ""):
+        raise UsageError(f"{where}: missing {key!r}")
+    return d[key]
+
+
+def _documented(items: Any, where: str, with_observed: bool) -> list[Documented]:
+    out = []
+    for i, raw in enumerate(items or []):
+        w = f"{where}[{i}]"
+        if not isinstance(raw, dict):
+            raise UsageError(f"{w}: expected a mapping")
+        qts = raw.get("queue_types")
+        out.append(
+            Documented(
+                requirement=str(_need(raw, "requirement", w)),
+                queue_types=tuple(qts) if qts else None,
+                reason=str(_need(raw, "reason", w)),
+                source=str(_need(raw, "source", w)),
+                observed=str(_need(raw, "observed", w)) if with_observed else None,
+            )
+        )
+    return out
+
+
+def parse_profile(data: Any, origin: str) -> Profile:
+    if not isinstance(data, dict):
+        raise UsageError(f"{origin}: a profile must be a mapping")
+    match = _need(data, "match", origin)
+    if not isinstance(match, dict):
+        raise UsageError(f"{origin}: 'match' must be a mapping")
+    versions = str(match.get("versions", "*"))
+    if versions != "*":
+        try:
+            SpecifierSet(versions)
+        except InvalidSpecifier as exc:
+            raise UsageError(f"{origin}: bad version range {versions!r}: {exc}") from exc
+    qts = {}
+    for name, raw in (data.get("queue_types") or {}).items():
+        w = f"{origin}: queue_types.{name}"
+        if not isinstance(raw, dict):
+            raise UsageError(f"{w}: expected a mapping")
+        declare = raw.get("declare") or {}
+        qts[name] = QueueType(
+            name=name,
+            durable=bool(declare.get("durable", True)),
+            arguments=dict(declare.get("arguments") or {}),
+            source=str(_need(raw, "source", w)),
+        )
+    entries: dict[str, dict[str | None, Entry]] = {}
+    for key, raw in (data.get("entries") or {}).items():
+        w = f"{origin}: entries.{key}"
+        if not isinstance(raw, dict):
+            raise UsageError(f"{w}: expected a mapping with value and source")
+        by_qt: dict[str | None, Entry] = {}
+        if "value" in raw:
+            by_qt[None] = Entry(raw["value"], str(_need(raw, "source", w)))
+        for qt, sub in (raw.get("by_queue_type") or {}).items():
+            if not isinstance(sub, dict) or "value" not in sub:
+                raise UsageError(f"{w}.by_queue_type.{qt}: needs value and source")
+            by_qt[qt] = Entry(sub["value"], str(_need(sub, "source", f"{w}.by_queue_type.{qt}")))
+        if not by_qt:
+            raise UsageError(f"{w}: no value")
+        entries[key] = by_qt
+    return Profile(
+        id=str(_need(data, "id", origin)),
+        title=str(data.get("title", data["id"])),
+        product=str(_need(match, "product", f"{origin}: match")),
+        versions=versions,
+        protocols=tuple(_need(match, "protocols", f"{origin}: match")),
+        queue_types=qts,
+        entries=entries,
+        deviations=_documented(data.get("deviations"), f"{origin}: deviations", True),
+        unsupported=_documented(data.get("unsupported"), f"{origin}: unsupported", False),
+        checked=str(data.get("checked", "")),
+        path=origin,
+    )
+
+
+def load_profile_file(path: Path) -> Profile:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(f"{path}: cannot read profile: {exc}") from exc
+    return parse_profile(data, str(path))
+
+
+@cache
+def bundled_profiles() -> tuple[Profile, ...]:
+    root = resources.files("conformance") / "profiles"
+    return tuple(load_profile_file(Path(str(p))) for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".yaml"))
+
+
+def select_profile(product: str, version: str, protocol: str, override: str | None = None) -> Profile:
+    """The user's choice (id or file), else the most specific bundled profile for this server.
+
+    A product-specific profile beats the protocol's spec-only baseline (product "*").
+    """
+    profiles = bundled_profiles()
+    if override:
+        p = Path(override)
+        if p.suffix in (".yaml", ".yml") or p.exists():
+            return load_profile_file(p)
+        for prof in profiles:
+            if prof.id == override:
+                return prof
+        raise UsageError(f"unknown profile {override!r}; bundled: {', '.join(p.id for p in profiles)}")
+    candidates = [p for p in profiles if p.matches(product, version, protocol)]
+    if not candidates:
+        raise UsageError(f"no profile for {product} {version} over {protocol}; name one with --profile")
+    return sorted(candidates, key=lambda p: p.product == "*")[0]

@@ -1,0 +1,363 @@
+"""pytest integration: target and profile options, the case runner fixture, result records, Allure.
+
+Load with ``-p conformance.pytest_plugin`` (``conformance run`` does). The controller process
+launches the target (if a launcher was named) and hands its URL to xdist workers; every process
+probes the server once to learn product and version and pick the profile.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit
+
+import pytest
+
+import conformance
+from conformance.api import Adapter, adapter_for
+from conformance.case import Case, CaseContext
+from conformance.catalogue import Requirement, requirement
+from conformance.errors import ConformanceError, ConnectionLost, TargetError, Unsupported, UsageError
+from conformance.history import History
+from conformance.profile import Profile, select_profile
+from conformance.results import ResultsWriter, read_results, read_run
+from conformance.targets import Target, make_target, probe_tcp, redact
+from conformance.verdict import Outcome, Verdict, apply_profile
+
+SEVERITY = {"MUST": "critical", "SHOULD": "normal", "MAY": "minor", "EXTENSION": "trivial"}
+STASH_RESULT = pytest.StashKey[dict[str, Any]]()
+
+
+class ConformanceFailure(AssertionError):
+    """A broker verdict of fail: the requirement was violated (not an infrastructure problem)."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("conformance")
+    g.addoption("--target", help="broker URL (amqp://user:pass@host:port/vhost) or a launcher name (e.g. rabbitmq-local)")
+    g.addoption("--adapter", help="adapter plugin to use (default: the one that speaks the URL's scheme)")
+    g.addoption("--profile", help="profile id or YAML file (default: chosen from the server's product and version)")
+    g.addoption("--results-dir", default=None, help="folder for run.json and results.jsonl")
+    g.addoption("--case-timeout", type=float, default=60.0, help="deadline of each case in seconds (default 60)")
+    g.addoption("--keep-history", action="store_true", help="keep the operation history of passing cases too")
+
+
+@dataclass
+class RunState:
+    target: Target | None
+    url: str
+    adapter: Adapter
+    profile: Profile
+    server: dict[str, Any]
+    run_id: str
+    writer: ResultsWriter | None
+    keep_history: bool
+    dead_cause: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "target": redact(self.url) if self.target is None else self.target.name,
+            "target_url": redact(self.url),
+            "product": self.server["product"],
+            "version": self.server["version"],
+            "protocol": self.adapter.protocol,
+            "adapter": self.adapter.name,
+            "adapter_library": self.adapter.library_version(),
+            "profile": self.profile.id,
+            "suite_version": conformance.__version__,
+        }
+
+
+STATE_KEY = pytest.StashKey[RunState]()
+
+
+def _state(config: pytest.Config) -> RunState | None:
+    return config.stash.get(STATE_KEY, None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "conformance: a requirement-traced conformance case")
+    spec = config.getoption("--target")
+    if not spec:
+        return
+    if config.getoption("timeout", None) in (None, 0) and hasattr(config.option, "timeout"):
+        config.option.timeout = config.getoption("--case-timeout")
+    worker = getattr(config, "workerinput", None)
+    target: Target | None = None
+    try:
+        if worker is not None:
+            url, run_id = worker["conformance_url"], worker["conformance_run_id"]
+        else:
+            target = make_target(spec)
+            target.start()
+            url, run_id = target.url, uuid.uuid4().hex[:12]
+        scheme = urlsplit(url).scheme
+        adapter = adapter_for(scheme, config.getoption("--adapter"))()
+        conn = adapter.connect(url, name="conformance probe")
+        server = conn.server
+        conn.close()
+        profile = select_profile(server.product, server.version, adapter.protocol, config.getoption("--profile"))
+    except (ConformanceError, OSError) as exc:
+        if target is not None:
+            target.stop()
+        message = str(exc)
+        for secret in {spec, locals().get("url") or spec}:
+            message = message.replace(secret, redact(secret))
+        raise pytest.UsageError(message) from None
+    out = config.getoption("--results-dir")
+    state = RunState(
+        target=target,
+        url=url,
+        adapter=adapter,
+        profile=profile,
+        server={"product": server.product, "version": server.version},
+        run_id=run_id,
+        writer=ResultsWriter(Path(out)) if out else None,
+        keep_history=bool(config.getoption("--keep-history")),
+    )
+    config.stash[STATE_KEY] = state
+    if worker is None and state.writer:
+        state.writer.write_run(
+            {
+                **state.meta(),
+                "started_at": time.time(),
+                "host": platform.node(),
+                "python": platform.python_version(),
+                "target_facts": target.facts if target else {},
+                "profile_path": profile.path,
+                "status": "running",
+            }
+        )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: workers reuse the controller's target and run id instead of launching their own."""
+    state = _state(node.config)
+    if state:
+        node.workerinput["conformance_url"] = state.url
+        node.workerinput["conformance_run_id"] = state.run_id
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = _state(config)
+    if state is None or getattr(config, "workerinput", None) is not None:
+        return
+    try:
+        if state.writer:
+            counts: dict[str, int] = {}
+            for rec in read_results(state.writer.dir):
+                if rec.get("run_id") == state.run_id:
+                    counts[rec["verdict"]] = counts.get(rec["verdict"], 0) + 1
+            meta = {**state.meta(), "finished_at": time.time(), "counts": counts, "status": "finished"}
+            if state.dead_cause:
+                meta["target_dead"] = state.dead_cause
+            state.writer.write_run({**read_run(state.writer.dir), **meta})
+    finally:
+        if state.target is not None:
+            state.target.stop()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    cls = metafunc.cls
+    if cls is None or not issubclass(cls, Case) or "conformance_case" not in metafunc.fixturenames:
+        return
+    state = _state(metafunc.config)
+    qts: tuple[str | None, ...]
+    if cls.queue_types is not None:
+        qts = cls.queue_types
+    elif state is not None:
+        qts = tuple(state.profile.queue_types) or (None,)
+    else:
+        qts = ("classic", "quorum")
+    metafunc.parametrize("queue_type", qts, ids=[q or "default" for q in qts])
+    if cls.variants:
+        metafunc.parametrize("variant", cls.variants)
+
+
+@pytest.fixture
+def queue_type() -> str | None:
+    return None
+
+
+@pytest.fixture
+def variant() -> str | None:
+    return None
+
+
+@pytest.fixture
+def conformance_case(request: pytest.FixtureRequest, queue_type: str | None, variant: str | None) -> Iterator[Callable[[Case], None]]:
+    state = _state(request.config)
+    if state is None:
+        pytest.skip("no --target given: conformance cases need a broker")
+
+    def run(case: Case) -> None:
+        _run_case(request.node, state, case, queue_type, variant)
+
+    yield run
+
+
+def _decide(item: pytest.Item, result: dict[str, Any]) -> None:
+    item.stash[STASH_RESULT] = result
+
+
+def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | None, variant: str | None) -> None:
+    req = requirement(case.requirement)
+    base = {"requirement": req.id, "level": req.level, "area": req.area, "queue_type": queue_type, "variant": variant}
+    _allure_labels(req, queue_type, variant, state)
+    started = time.monotonic()
+
+    def finish(v: Verdict, history: History | None = None, obs: Any = None) -> None:
+        if v.outcome not in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED):
+            _allure_attach(v.render(req.id, req.level), history)
+        keep = history is not None and (state.keep_history or v.outcome not in (Outcome.PASS,))
+        _decide(
+            item,
+            {
+                **base,
+                "verdict": v.outcome.value,
+                "spec_verdict": v.spec,
+                "vendor_verdict": v.vendor,
+                "expected": v.expected,
+                "observed": v.observed,
+                "reason": v.reason,
+                "citation": v.citation,
+                "duration_s": round(time.monotonic() - started, 4),
+                "observations": obs,
+                "history": history.as_records() if keep and history else None,
+                "rendered": v.render(req.id, req.level),
+                "history_text": history.render() if history else "",
+            },
+        )
+
+    if state.dead_cause:
+        finish(Verdict(Outcome.ERROR, "a reachable target", f"target is down: {state.dead_cause}"))
+        raise TargetError(f"target is down since an earlier case: {state.dead_cause}")
+    why = _not_applicable(req, state, queue_type)
+    if why:
+        finish(why)
+        pytest.skip(f"{why.outcome.value}: {why.reason}")
+    history = History()
+    ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=queue_type, variant=variant, history=history)
+    try:
+        obs = case.scenario(ctx)
+    except Unsupported as exc:
+        v = Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"adapter {state.adapter.name}: {exc}")
+        finish(v, history)
+        pytest.skip(f"unsupported: {v.reason}")
+    except BaseException as exc:
+        cause = None
+        if isinstance(exc, (ConnectionLost, OSError, ConformanceError)):
+            cause = probe_tcp(state.url) if state.target is None else (state.target.check_alive())
+            if cause:
+                state.dead_cause = cause
+        detail = f"{type(exc).__name__}: {exc}" + (f" (target down: {cause})" if cause else "")
+        finish(Verdict(Outcome.ERROR, req.text, detail, reason="scenario did not complete"), history)
+        raise
+    finally:
+        ctx.close()
+    v = apply_profile(case.verdict(obs, state.profile, queue_type), req.id, queue_type, state.profile)
+    finish(v, history, obs)
+    if v.outcome is Outcome.UNDOCUMENTED:
+        pytest.skip(f"undocumented: {v.reason}")
+    if v.outcome is Outcome.FAIL:
+        raise ConformanceFailure(v.render(req.id, req.level) + "\n  History:\n" + _indent(history.render()))
+    if v.outcome is Outcome.DEVIATION:
+        pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+
+
+def _not_applicable(req: Requirement, state: RunState, queue_type: str | None) -> Verdict | None:
+    if req.protocols and state.adapter.protocol not in req.protocols:
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"requirement does not apply to {state.adapter.protocol}")
+    if queue_type is not None and queue_type not in state.profile.queue_types:
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"profile {state.profile.id} has no queue type {queue_type!r}")
+    doc = state.profile.unsupported_reason(req.id, queue_type)
+    if doc:
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=doc.reason, citation=doc.source)
+    return None
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _allure_labels(req: Requirement, queue_type: str | None, variant: str | None, state: RunState) -> None:
+    try:
+        import allure
+    except ImportError:  # allure-pytest is optional at run time
+        return
+    allure.dynamic.epic(req.area)
+    allure.dynamic.feature(req.id)
+    allure.dynamic.story(f"{queue_type or 'default'} queue" + (f", {variant}" if variant else ""))
+    allure.dynamic.label("area", req.area)
+    allure.dynamic.label("requirement", req.id)
+    allure.dynamic.label("level", req.level)
+    allure.dynamic.severity(SEVERITY[req.level])
+    allure.dynamic.tag(req.level, state.adapter.protocol, f"queue:{queue_type or 'default'}")
+    allure.dynamic.parameter("profile", state.profile.id)
+    allure.dynamic.description(req.text)
+    for s in req.sources:
+        if s.url:
+            allure.dynamic.link(s.url, name=f"{s.kind}: {s.ref}"[:120])
+
+
+def _allure_attach(text: str, history: History | None) -> None:
+    try:
+        import allure
+    except ImportError:
+        return
+    allure.attach(text, name="expected vs observed", attachment_type=allure.attachment_type.TEXT)
+    if history is not None and history.events:
+        allure.attach(history.render(), name="history", attachment_type=allure.attachment_type.TEXT)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    state = _state(item.config)
+    if state is None or not isinstance(getattr(item, "instance", None), Case):
+        return
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        result = item.stash.get(STASH_RESULT, None)
+        if result is None:  # interrupted before a verdict: deadline, or a crash outside the scenario
+            req = requirement(type(item.instance).requirement)  # type: ignore[attr-defined]
+            text = report.longreprtext.strip().splitlines()[-1] if report.longreprtext else report.outcome
+            result = {"requirement": req.id, "level": req.level, "area": req.area, "verdict": Outcome.ERROR.value,
+                      "spec_verdict": "n/a", "vendor_verdict": "n/a", "expected": req.text, "observed": text,
+                      "reason": "case did not reach a verdict", "queue_type": item.callspec.params.get("queue_type") if hasattr(item, "callspec") else None}
+        _attach(result, report)
+        _write(item, state, result, report)
+
+
+def _attach(result: dict[str, Any], report: pytest.TestReport) -> None:
+    if result["verdict"] in ("pass", "unsupported", "undocumented"):
+        return
+    text = result.get("rendered") or f"Expected: {result['expected']}\nActual:   {result['observed']}"
+    report.sections.append(("expected vs observed", text))
+    if result.get("history_text"):
+        report.sections.append(("history", result["history_text"]))
+
+
+def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: pytest.TestReport) -> None:
+    if state.writer is None:
+        return
+    record = {k: v for k, v in result.items() if k not in ("rendered", "history_text")}
+    record.update(state.meta())
+    record.update(
+        case_id=item.nodeid,
+        attempt=1,
+        pytest_outcome=report.outcome,
+        worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        finished_at=time.time(),
+    )
+    if record.get("verdict") == "error" and report.longreprtext:
+        record["traceback"] = report.longreprtext[-2000:].replace(state.url, redact(state.url))
+    state.writer.append(record)

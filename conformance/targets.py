@@ -1,0 +1,131 @@
+"""Targets: the brokers a run talks to.
+
+A target is either launched by a plugin (a private local node, a container) or given as an external
+URL. The core names no broker: launchers register under the ``conformance.targets`` entry-point
+group and are picked by name; anything that looks like a URL becomes an :class:`ExternalTarget`.
+"""
+
+from __future__ import annotations
+
+import abc
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import urlsplit, urlunsplit
+
+from conformance.errors import TargetError
+from conformance.plugins import load_group
+
+TARGET_GROUP = "conformance.targets"
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced, for logs and reports."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable url>"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+@dataclass
+class Target(abc.ABC):
+    """A broker endpoint. Launched targets also implement the lifecycle faults."""
+
+    name: str
+    url: str = ""
+    #: Free-form facts for the run metadata (node name, data dir, ...). Never secrets.
+    facts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def display_url(self) -> str:
+        return redact(self.url)
+
+    @property
+    def can_restart(self) -> bool:
+        return False
+
+    def start(self) -> None:
+        """Make the target reachable; return only when it accepts connections."""
+
+    def stop(self) -> None:
+        """Release whatever :meth:`start` acquired."""
+
+    def restart(self) -> None:
+        raise TargetError(f"target {self.name} cannot be restarted by the suite")
+
+    def kill(self) -> None:
+        raise TargetError(f"target {self.name} cannot be killed by the suite")
+
+    def check_alive(self) -> str | None:
+        """None when reachable, else a one-line cause. Used to tell broker death from a failing case."""
+        return probe_tcp(self.url)
+
+    def __enter__(self) -> "Target":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ExternalTarget(Target):
+    """A broker somebody else runs; the suite only connects to it."""
+
+    def start(self) -> None:
+        cause = self.check_alive()
+        if cause:
+            raise TargetError(f"target {self.display_url} is unreachable: {cause}")
+
+
+def probe_tcp(url: str, timeout: float = 2.0) -> str | None:
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    port = parts.port or default_port(parts.scheme)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return f"{host}:{port}: {exc.strerror or exc}"
+
+
+def default_port(scheme: str) -> int:
+    return {"amqp": 5672, "amqps": 5671}.get(scheme, 5672)
+
+
+def wait_until(predicate: Callable[[], bool], deadline_s: float, interval_s: float = 0.05) -> bool:
+    """Poll ``predicate`` until it holds or the deadline passes (for process/port readiness only)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(interval_s)  # allowed: polling a condition with a deadline
+
+
+def looks_like_url(spec: str) -> bool:
+    return "://" in spec
+
+
+def available_launchers() -> dict[str, Callable[..., Target]]:
+    return load_group(TARGET_GROUP)
+
+
+def make_target(spec: str, **options: str) -> Target:
+    """Turn a ``--target`` value into a :class:`Target` (not yet started)."""
+    if looks_like_url(spec):
+        scheme = urlsplit(spec).scheme
+        if not scheme:
+            raise TargetError(f"target URL {redact(spec)!r} has no scheme")
+        return ExternalTarget(name=redact(spec), url=spec)
+    launchers = available_launchers()
+    if spec not in launchers:
+        known = ", ".join(sorted(launchers)) or "none installed"
+        raise TargetError(f"unknown target {spec!r}: give a URL (amqp://...) or one of: {known}")
+    return launchers[spec](**options)
