@@ -21,7 +21,7 @@ import pytest
 import conformance
 from conformance.api import Adapter, adapter_for
 from conformance.case import Case, CaseContext
-from conformance.catalogue import Requirement, requirement
+from conformance.catalogue import Requirement, catalogue, requirement
 from conformance.errors import ConformanceError, ConnectionLost, TargetError, Unsupported, UsageError
 from conformance.history import History
 from conformance.profile import Profile, select_profile
@@ -45,6 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--results-dir", default=None, help="folder for run.json and results.jsonl")
     g.addoption("--case-timeout", type=float, default=60.0, help="deadline of each case in seconds (default 60)")
     g.addoption("--keep-history", action="store_true", help="keep the operation history of passing cases too")
+    g.addoption("--requirement", action="append", help="run only the cases of this requirement id (repeatable)")
+    g.addoption("--area", action="append", help="run only the cases of this area (repeatable)")
 
 
 @dataclass
@@ -91,6 +93,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.timeout = config.getoption("--case-timeout")
     worker = getattr(config, "workerinput", None)
     target: Target | None = None
+    for rid in config.getoption("--requirement") or []:
+        if rid not in catalogue():
+            raise pytest.UsageError(f"unknown requirement {rid!r}")
     try:
         if worker is not None:
             url, run_id = worker["conformance_url"], worker["conformance_run_id"]
@@ -361,3 +366,23 @@ def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: p
     if record.get("verdict") == "error" and report.longreprtext:
         record["traceback"] = report.longreprtext[-2000:].replace(state.url, redact(state.url))
     state.writer.append(record)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep only the cases of the requirements/areas asked for (``--requirement``, ``--area``)."""
+    wanted_reqs = set(config.getoption("--requirement") or [])
+    wanted_areas = set(config.getoption("--area") or [])
+    if not wanted_reqs and not wanted_areas:
+        return
+    keep, drop = [], []
+    for item in items:
+        cls = getattr(item, "cls", None)
+        rid = getattr(cls, "requirement", None)
+        area = requirement(rid).area if rid else None
+        if (rid in wanted_reqs) or (area in wanted_areas):
+            keep.append(item)
+        else:
+            drop.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep

@@ -1,0 +1,179 @@
+"""``conformance``: run the catalogue against a target, list the catalogue.
+
+Exit codes: 0 every MUST held; 1 a MUST failed; 2 usage or infrastructure error (bad input,
+unreachable target, a case that could not reach a verdict).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+from conformance import __version__
+from conformance.catalogue import LEVELS, catalogue, select
+from conformance.errors import UsageError
+from conformance.results import read_results, read_run
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except UsageError as exc:
+        print(f"conformance: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="conformance", description="Broker conformance suite and protocol checker")
+    p.add_argument("--version", action="version", version=f"conformance {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the catalogue against a target and write results")
+    run.add_argument("--target", default="rabbitmq-local", help="broker URL (amqp://user:pass@host/vhost) or launcher name (default: rabbitmq-local, a private node)")
+    run.add_argument("--adapter", help="adapter plugin (default: the one speaking the URL's scheme)")
+    run.add_argument("--profile", help="profile id or YAML file (default: chosen from the server's product and version)")
+    run.add_argument("--out", type=Path, help="results folder (default: runs/<timestamp>)")
+    run.add_argument("--area", action="append", help="only this area (repeatable)")
+    run.add_argument("--requirement", "-r", action="append", help="only this requirement id (repeatable)")
+    run.add_argument("--workers", "-n", type=int, default=1, help="parallel worker processes (default 1)")
+    run.add_argument("--case-timeout", type=float, default=60.0, help="deadline per case in seconds (default 60)")
+    run.add_argument("--keep-history", action="store_true", help="keep the operation history of passing cases too")
+    run.add_argument("--verbose", "-v", action="store_true", help="one line per case")
+    run.set_defaults(func=cmd_run)
+
+    ls = sub.add_parser("list", help="print the requirement catalogue")
+    ls.add_argument("--area", help="only this area")
+    ls.add_argument("--level", choices=[lv.lower() for lv in LEVELS] + list(LEVELS), help="only this level")
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+    ls.set_defaults(func=cmd_list)
+    return p
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from conformance.cases import all_cases
+
+    reqs = select(area=args.area, level=args.level)
+    if args.area and not reqs and args.area not in {r.area for r in catalogue().values()}:
+        raise UsageError(f"unknown area {args.area!r}; known: {', '.join(sorted({r.area for r in catalogue().values()}))}")
+    cases: dict[str, list[str]] = {}
+    for c in all_cases():
+        cases.setdefault(c.requirement, []).append(c.__name__)
+    if args.json:
+        out = [
+            {"id": r.id, "level": r.level, "area": r.area, "text": r.text, "cases": cases.get(r.id, []),
+             "sources": [s.__dict__ for s in r.sources]}
+            for r in reqs
+        ]
+        print(json.dumps(out, indent=2))
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(reqs)} requirements", show_lines=False, expand=True)
+    for col in ("id", "level", "area", "requirement", "cases"):
+        table.add_column(col, overflow="fold")
+    for r in reqs:
+        table.add_row(r.id, r.level, r.area, r.text, str(len(cases.get(r.id, []))))
+    Console().print(table)
+    return EXIT_OK
+
+
+def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
+    from conformance.cases import CASES_DIR
+
+    known = catalogue()
+    for rid in args.requirement or []:
+        if rid not in known:
+            raise UsageError(f"unknown requirement {rid!r} (see: conformance list)")
+    areas = {r.area for r in known.values()}
+    for area in args.area or []:
+        if area not in areas:
+            raise UsageError(f"unknown area {area!r}; known: {', '.join(sorted(areas))}")
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    argv = [
+        "-p", "conformance.pytest_plugin",
+        "-p", "no:cacheprovider",
+        "-c", str(CASES_DIR / "pytest.ini"),
+        "--rootdir", str(CASES_DIR),
+        str(CASES_DIR),
+        "--target", args.target,
+        "--results-dir", str(out),
+        "--case-timeout", str(args.case_timeout),
+        "--junitxml", str(out / "junit.xml"),
+        "--alluredir", str(out / "allure-results"),
+        "-rfEX",
+        "-v" if args.verbose else "-q",
+    ]
+    for opt in ("adapter", "profile"):
+        if getattr(args, opt):
+            argv += [f"--{opt}", getattr(args, opt)]
+    for rid in args.requirement or []:
+        argv += ["--requirement", rid]
+    for area in args.area or []:
+        argv += ["--area", area]
+    if args.keep_history:
+        argv.append("--keep-history")
+    if args.workers > 1:
+        argv += ["-n", str(args.workers)]
+    return argv
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import pytest
+
+    out = args.out or Path("runs") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    argv = pytest_args(args, out)
+    out.mkdir(parents=True, exist_ok=True)
+    code = pytest.main(argv)
+    if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED):
+        return EXIT_USAGE
+    run = read_run(out)
+    records = [r for r in read_results(out) if r.get("run_id") == run.get("run_id")]
+    return summarize(run, records, out)
+
+
+def exit_code(records: list[dict[str, Any]]) -> int:
+    if any(r["level"] == "MUST" and r["verdict"] == "fail" for r in records):
+        return EXIT_FAIL
+    if not records or any(r["verdict"] == "error" for r in records):
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(stderr=False)
+    verdicts = ("pass", "fail", "deviation", "unsupported", "undocumented", "error")
+    table = Table(title=f"{run.get('product', '?')} {run.get('version', '?')} via {run.get('adapter', '?')}, profile {run.get('profile', '?')}")
+    table.add_column("area")
+    table.add_column("level")
+    for v in verdicts:
+        table.add_column(v, justify="right")
+    by: Counter[tuple[str, str, str]] = Counter((r["area"], r["level"], r["verdict"]) for r in records)
+    for area, level in sorted({(a, lv) for a, lv, _ in by}):
+        table.add_row(area, level, *[str(by.get((area, level, v), 0) or "") for v in verdicts])
+    console.print(table)
+    for r in records:
+        if r["verdict"] in ("fail", "error", "deviation"):
+            console.print(f"[bold]{r['verdict'].upper()}[/bold] {r['requirement']} [{r['level']}] {r.get('queue_type') or ''} {r.get('variant') or ''}".rstrip())
+            console.print(f"  Expected: {r['expected']}\n  Actual:   {r['observed']}", markup=False, highlight=False)
+    if run.get("target_dead"):
+        console.print(f"[red]target went down during the run: {run['target_dead']}[/red]")
+    console.print(f"results: {out}/results.jsonl  junit: {out}/junit.xml  allure: {out}/allure-results", markup=False)
+    return exit_code(records)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs everything the suite needs on a fresh Debian 12 machine, idempotently:
+# RabbitMQ from the Debian package (for the private local target; the system service is not used)
+# and this package with its Python dependencies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+  echo "install: rabbitmq-server (Debian package)" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    -o DPkg::Lock::Timeout=900 rabbitmq-server >/dev/null
+fi
+echo "install: python package and dependencies" >&2
+PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check -e .

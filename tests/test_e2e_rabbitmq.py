@@ -1,0 +1,134 @@
+"""End to end against a private RabbitMQ node: the catalogue, the outputs, profiles, a dying target.
+
+These run the real `conformance` command against a real broker over real sockets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from adapters.rabbitmq.launcher import RabbitMQLocalNode
+from conformance.cases import all_cases
+from conformance.catalogue import catalogue
+from conformance.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, exit_code, pytest_args, build_parser
+from conformance.results import read_results, read_run
+from tests.conftest import ROOT, conformance_cmd
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(conformance_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_catalogue_passes_on_rabbitmq_classic_and_quorum(rabbit: RabbitMQLocalNode, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = run_cli("run", "--target", rabbit.url, "--out", str(out), "--workers", "2")
+    assert proc.returncode == EXIT_OK, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = read_run(out)
+    assert (run["product"], run["profile"], run["status"]) == ("RabbitMQ", "rabbitmq-3.10", "finished")
+    recs = list(read_results(out))
+    assert {r["run_id"] for r in recs} == {run["run_id"]}
+    bad = [(r["case_id"], r["verdict"], r["observed"]) for r in recs if r["verdict"] not in ("pass", "deviation")]
+    assert not bad, bad
+    assert all(r["citation"] for r in recs if r["verdict"] == "deviation")
+    # every requirement ran on both queue types (nothing silently skipped)
+    ran = {(r["requirement"], r["queue_type"]) for r in recs}
+    assert ran >= {(rid, qt) for rid in catalogue() for qt in ("classic", "quorum")}
+    for key in ("target", "product", "version", "adapter", "profile", "suite_version", "protocol", "duration_s"):
+        assert all(key in r for r in recs), key
+    # JUnit: one testcase per record, no failures
+    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and int(suite.get("tests", 0)) == len(recs) and int(suite.get("failures", 0)) == 0
+    # Allure: requirement, area and severity labels on every result
+    results = [json.loads(p.read_text()) for p in (out / "allure-results").glob("*-result.json")]
+    assert len(results) == len(recs)
+    labels = {(lab["name"], lab["value"]) for res in results for lab in res["labels"]}
+    assert ("requirement", "ACK-UNKNOWN-TAG-406") in labels and ("severity", "critical") in labels and ("area", "ack") in labels
+    # the node's password never reaches any output
+    for p in out.rglob("*"):
+        if p.is_file():
+            assert rabbit.password not in p.read_text(errors="replace"), p
+
+
+def test_profile_can_mark_unsupported_and_leave_undocumented(rabbit: RabbitMQLocalNode, tmp_path: Path) -> None:
+    profile = tmp_path / "custom.yaml"
+    text = (ROOT / "conformance/profiles/rabbitmq-3.10.yaml").read_text()
+    text = text.replace("id: rabbitmq-3.10", "id: custom")
+    text = text[: text.index("  requeue.position.recover:")]
+    text += (
+        "unsupported:\n  - {requirement: ACK-DOUBLE-ACK-406, queue_types: [quorum], reason: test says so, source: tests}\n"
+    )
+    profile.write_text(text)
+    out = tmp_path / "run"
+    proc = run_cli("run", "--target", rabbit.url, "--out", str(out), "--profile", str(profile),
+                   "-r", "ACK-DOUBLE-ACK-406", "-r", "ACK-REQUEUE-POSITION")
+    assert proc.returncode == EXIT_OK, proc.stdout[-3000:]
+    got = {(r["requirement"], r["queue_type"], r["variant"]): r for r in read_results(out)}
+    assert got[("ACK-DOUBLE-ACK-406", "quorum", None)]["verdict"] == "unsupported"
+    assert got[("ACK-DOUBLE-ACK-406", "quorum", None)]["reason"] == "test says so"
+    assert got[("ACK-DOUBLE-ACK-406", "classic", None)]["verdict"] == "pass"
+    assert got[("ACK-REQUEUE-POSITION", "quorum", "recover")]["verdict"] == "undocumented"
+    assert got[("ACK-REQUEUE-POSITION", "quorum", "consumer-loss")]["verdict"] == "pass"
+    assert len(got) == 6
+
+
+def test_a_broker_killed_mid_run_turns_the_rest_into_errors(tmp_path: Path) -> None:
+    node = RabbitMQLocalNode()
+    node.start()
+    try:
+        out = tmp_path / "run"
+        args = build_parser().parse_args(["run", "--target", node.url, "--out", str(out)])
+        argv = pytest_args(args, out) + ["-p", "tests.support.killer"]
+        env = {**os.environ, "KILL_BEFORE_CASE": "4", "KILL_PGID": str(node.proc.pid), "PYTHONPATH": str(ROOT)}
+        proc = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        recs = list(read_results(out))
+        assert len(recs) == len([1 for c in all_cases() for _ in (c.variants or [None]) for _ in ("classic", "quorum")]), proc.stdout[-2000:]
+        verdicts = [r["verdict"] for r in recs]
+        assert verdicts[:3] == ["pass"] * 3
+        assert set(verdicts[3:]) == {"error"}
+        assert all("target is down" in r["observed"] or "Connection" in r["observed"] for r in recs[3:])
+        assert read_run(out)["target_dead"]
+        assert exit_code(recs) == EXIT_USAGE
+    finally:
+        node.kill()
+        node.stop()
+
+
+def test_exit_code_policy() -> None:
+    rec = {"level": "MUST", "verdict": "pass"}
+    assert exit_code([rec]) == EXIT_OK
+    assert exit_code([rec, {"level": "MUST", "verdict": "fail"}]) == EXIT_FAIL
+    assert exit_code([rec, {"level": "SHOULD", "verdict": "fail"}]) == EXIT_OK
+    assert exit_code([rec, {"level": "MUST", "verdict": "error"}]) == EXIT_USAGE
+    assert exit_code([]) == EXIT_USAGE
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--target", "nosuch"], "unknown target 'nosuch'"),
+        (["run", "--target", "amqp://u:hunter2@127.0.0.1:1/%2F"], "unreachable"),
+        (["run", "-r", "ACK-NOPE"], "unknown requirement"),
+        (["run", "--area", "nope"], "unknown area"),
+        (["list", "--area", "nope"], "unknown area"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    proc = run_cli(*args, "--out", str(tmp_path / "o")) if args[0] == "run" else run_cli(*args)
+    assert proc.returncode == EXIT_USAGE, proc.stdout + proc.stderr
+    err_lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(err_lines) == 1 and message in err_lines[0], proc.stderr
+    assert "hunter2" not in proc.stdout + proc.stderr
+
+
+def test_list_prints_the_catalogue_filtered() -> None:
+    proc = run_cli("list", "--level", "SHOULD", "--json")
+    assert proc.returncode == 0
+    rows = json.loads(proc.stdout)
+    assert rows and {r["level"] for r in rows} == {"SHOULD"} and all(r["cases"] for r in rows)
