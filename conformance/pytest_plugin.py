@@ -89,8 +89,6 @@ def pytest_configure(config: pytest.Config) -> None:
     spec = config.getoption("--target")
     if not spec:
         return
-    if config.getoption("timeout", None) in (None, 0) and hasattr(config.option, "timeout"):
-        config.option.timeout = config.getoption("--case-timeout")
     worker = getattr(config, "workerinput", None)
     target: Target | None = None
     for rid in config.getoption("--requirement") or []:
@@ -369,7 +367,11 @@ def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: p
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep only the cases of the requirements/areas asked for (``--requirement``, ``--area``)."""
+    """Give every case its deadline; keep only the cases asked for (``--requirement``, ``--area``)."""
+    deadline = config.getoption("--case-timeout")
+    for item in items:
+        if isinstance(getattr(item, "instance", None), Case) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(deadline))
     wanted_reqs = set(config.getoption("--requirement") or [])
     wanted_areas = set(config.getoption("--area") or [])
     if not wanted_reqs and not wanted_areas:

@@ -132,3 +132,12 @@ def test_list_prints_the_catalogue_filtered() -> None:
     assert proc.returncode == 0
     rows = json.loads(proc.stdout)
     assert rows and {r["level"] for r in rows} == {"SHOULD"} and all(r["cases"] for r in rows)
+
+
+def test_every_case_has_a_deadline(rabbit: RabbitMQLocalNode, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = run_cli("run", "--target", rabbit.url, "--out", str(out), "--case-timeout", "0.005", "-r", "ACK-REQUEUE-POSITION")
+    assert proc.returncode == EXIT_USAGE, proc.stdout[-2000:]
+    recs = list(read_results(out))
+    assert len(recs) == 4 and {r["verdict"] for r in recs} == {"error"}
+    assert all("Timeout" in r["observed"] for r in recs)
