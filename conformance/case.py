@@ -203,8 +203,20 @@ class CaseContext:
 
     # -- teardown ----------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Delete the case's queues and close its connections; never masks the case's own outcome."""
+    def close(self, interrupted: bool = False) -> None:
+        """Delete the case's queues and close its connections; never masks the case's own outcome.
+
+        After an interrupted scenario (deadline, broker error) a connection may be mid-frame, so it is
+        cut rather than closed with a handshake the broker might never answer, and the queues are
+        deleted over a fresh connection.
+        """
+        if interrupted:
+            for c in self._connections:
+                try:
+                    c.cut()
+                except Exception:
+                    pass
+            self._admin = None
         try:
             if self._queues:
                 admin = self.admin

@@ -249,8 +249,10 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
         pytest.skip(f"{why.outcome.value}: {why.reason}")
     history = History()
     ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=queue_type, variant=variant, history=history)
+    interrupted = True
     try:
         obs = case.scenario(ctx)
+        interrupted = False
     except Unsupported as exc:
         v = Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"adapter {state.adapter.name}: {exc}")
         finish(v, history)
@@ -265,7 +267,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
         finish(Verdict(Outcome.ERROR, req.text, detail, reason="scenario did not complete"), history)
         raise
     finally:
-        ctx.close()
+        ctx.close(interrupted)
     v = apply_profile(case.verdict(obs, state.profile, queue_type), req.id, queue_type, state.profile)
     finish(v, history, obs)
     if v.outcome is Outcome.UNDOCUMENTED:

@@ -22,7 +22,7 @@ from conformance.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
 
 
-def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(conformance_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 

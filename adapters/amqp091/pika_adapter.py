@@ -8,11 +8,12 @@ neutral ones so a case reads "channel closed 406" the same way through every ada
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import socket
 import struct
 import time
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import pika
 import pika.exceptions as px
@@ -36,21 +37,34 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Exchange every 0-9-1 server must have (spec 3.1.3.1); a passive declare of it is a cheap round trip.
 BARRIER_EXCHANGE = "amq.direct"
 
+#: Longest any single blocking operation may wait for the broker before the socket is cut. pika's
+#: blocking calls have no deadline of their own, so without this a silent broker hangs the run.
+OP_TIMEOUT_S = 30.0
+
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def translate(fn: F) -> F:
-    """Map pika's exceptions onto the neutral ones, keeping the broker's code and text."""
+    """Map pika's exceptions onto the neutral ones, keeping the broker's code and text, and bound the
+    call by the watchdog (calls that wait with their own deadline use :func:`translate_unwatched`)."""
+    return _translate(fn, watch=True)
 
+
+def translate_unwatched(fn: F) -> F:
+    return _translate(fn, watch=False)
+
+
+def _translate(fn: F, *, watch: bool) -> F:
     @functools.wraps(fn)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         conn: PikaConnection = self.connection if hasattr(self, "connection") else self
         if conn.was_cut:
-            raise ConnectionLost("connection was cut by the suite")
+            raise ConnectionLost(conn.cut_reason)
         try:
-            return fn(self, *args, **kwargs)
+            with conn.watchdog(OP_TIMEOUT_S if watch else None):
+                return fn(self, *args, **kwargs)
         except px.ChannelClosedByBroker as exc:
             raise ChannelClosed(exc.reply_code, _text(exc.reply_text)) from exc
         except px.ConnectionClosedByBroker as exc:
@@ -61,6 +75,8 @@ def translate(fn: F) -> F:
                 raise ChannelClosed(reason.reply_code, _text(reason.reply_text)) from exc
             raise AdapterError(f"channel is not open: {exc}") from exc
         except (px.StreamLostError, px.AMQPConnectionError, px.ConnectionWrongStateError, OSError) as exc:
+            if conn.expired:
+                raise ConnectionLost(conn.cut_reason) from exc
             raise ConnectionLost(f"connection lost: {exc!r}") from exc
         except (px.UnroutableError, px.NackError) as exc:
             raise AdapterError(f"publish not confirmed: {exc}") from exc
@@ -82,7 +98,7 @@ class PikaConsumer(Consumer):
     def _on_message(self, _ch: BlockingChannel, method: Any, props: Any, body: bytes) -> None:
         self.buffer.append(to_delivery(method, props, body, self.queue))
 
-    @translate
+    @translate_unwatched  # bounded by its own deadline
     def next(self, timeout: float) -> Delivery:
         end = time.monotonic() + timeout
         while not self.buffer:
@@ -214,7 +230,10 @@ class PikaConnection(Connection):
         params.socket_timeout = timeout
         params.blocked_connection_timeout = timeout
         params.client_properties = {"connection_name": name or "conformance"}
+        params.stack_timeout = timeout
         self.was_cut = False
+        self.expired = False
+        self.cut_reason = "connection was cut by the suite"
         try:
             self.pika = pika.BlockingConnection(params)
         except px.ProbableAuthenticationError as exc:
@@ -233,12 +252,32 @@ class PikaConnection(Connection):
     def session(self) -> Session:
         return PikaSession(self)
 
+    @contextlib.contextmanager
+    def watchdog(self, seconds: float | None) -> Iterator[None]:
+        """Cut the socket if the wrapped operation has not returned within ``seconds``."""
+        if seconds is None or self.was_cut or not self.pika.is_open:
+            yield
+            return
+
+        def expire() -> None:
+            self.expired = True
+            self.cut()
+            self.cut_reason = f"no answer from the broker within {seconds:.0f}s: connection cut by the suite"
+
+        timer = self.pika.call_later(seconds, expire)
+        try:
+            yield
+        finally:
+            if not self.was_cut and self.pika.is_open:
+                self.pika.remove_timeout(timer)
+
     def close(self) -> None:
         if self.was_cut or not self.pika.is_open:
             return
         try:
-            self.pika.close()
-        except (px.ConnectionWrongStateError, px.StreamLostError):
+            with self.watchdog(5.0):
+                self.pika.close()
+        except (px.ConnectionWrongStateError, px.StreamLostError, OSError):
             pass
 
     def cut(self) -> None:

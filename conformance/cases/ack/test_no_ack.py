@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from conformance.api import AckMode
 from conformance.case import Case, CaseContext, Obs, delivery_obs
-from conformance.checkers import returned_exactly
+from conformance.checkers import all_redelivered, returned_exactly
 from conformance.profile import Profile
-from conformance.verdict import Verdict, first_failure, holds
+from conformance.verdict import Verdict, first_failure
 
 
 class TestAutoAckRemovedOnDelivery(Case):
@@ -23,10 +23,7 @@ class TestAutoAckRemovedOnDelivery(Case):
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         return first_failure(
-            holds(
-                len(obs["received"]) == len(obs["published"]),
-                expected=f"the no-ack consumer receives all {len(obs['published'])} messages",
-                observed=f"received {len(obs['received'])}",
-            ),
+            returned_exactly(obs["received"], obs["published"], what="the no-ack consumer's deliveries"),
+            all_redelivered(obs["received"], flag=False),
             returned_exactly(obs["returned"], [], what="after the no-ack consumer's connection was cut"),
         )

@@ -1,0 +1,630 @@
+"""Verdicts judged on synthetic observations: no broker, pure data.
+
+For every case of the catalogue this module keeps one observation as a compliant broker produces it
+(the verdict must pass) and several observations of distinct ways a broker could violate the case's
+requirement (the verdict must fail, saying what it expected and what it saw). A completeness test
+makes sure a new case cannot join the catalogue without such examples.
+
+Case classes are looked up by name from ``all_cases()`` and never bound to module-level names here:
+they are called ``Test*`` and pytest would try to collect them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from conformance.cases import all_cases
+from conformance.profile import Profile, parse_profile, select_profile
+from conformance.verdict import Outcome, Verdict, apply_profile, holds
+
+CASES: dict[str, type] = {cls.__name__: cls for cls in all_cases()}
+
+RABBIT = select_profile("RabbitMQ", "3.10.8", "amqp-0-9-1")
+BASELINE = select_profile("Other", "1.0", "amqp-0-9-1")
+
+
+# -- observation builders ----------------------------------------------------------------------
+
+
+def d(mid: str, tag: int, redelivered: bool = False, delivery_count: int | None = None) -> dict[str, Any]:
+    """One delivery, shaped like conformance.case.delivery_obs."""
+    return {"id": mid, "tag": tag, "redelivered": redelivered, "delivery_count": delivery_count}
+
+
+def first(*mids: str, start: int = 1) -> list[dict[str, Any]]:
+    """First deliveries on one channel, tags counting from ``start``."""
+    return [d(m, start + i) for i, m in enumerate(mids)]
+
+
+def again(*mids: str, start: int = 1) -> list[dict[str, Any]]:
+    """Redeliveries (redelivered=true) on one channel, tags counting from ``start``."""
+    return [d(m, start + i, True) for i, m in enumerate(mids)]
+
+
+def msgs(n: int) -> list[str]:
+    return [f"m{i}" for i in range(1, n + 1)]
+
+
+OPEN = {"closed": False, "code": None, "text": "", "hard": False}
+
+
+def channel_406(text: str = "PRECONDITION_FAILED - unknown delivery tag 1") -> dict[str, Any]:
+    return {"closed": True, "code": 406, "text": text, "hard": False}
+
+
+def connection_closed(code: int, text: str) -> dict[str, Any]:
+    return {"closed": True, "code": code, "text": text, "hard": True}
+
+
+def soft(code: int, text: str) -> dict[str, Any]:
+    return {"closed": True, "code": code, "text": text, "hard": False}
+
+
+def with_(obs: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**obs, **changes}
+
+
+@dataclass(frozen=True)
+class Example:
+    case: str
+    name: str
+    obs: dict[str, Any]
+    queue_type: str | None = "classic"
+    profile: Profile = field(default_factory=lambda: RABBIT)
+    marks: tuple[Any, ...] = field(default=())
+
+    @property
+    def id(self) -> str:
+        return f"{self.case}:{self.name}"
+
+    def param(self) -> Any:
+        return pytest.param(self, id=self.id, marks=self.marks)
+
+    def judge(self) -> Verdict:
+        return CASES[self.case]().verdict(self.obs, self.profile, self.queue_type)
+
+
+# -- compliant observations --------------------------------------------------------------------
+
+GOOD_OBS: dict[str, dict[str, Any]] = {
+    # ack tag 1 alone, ack tag 5 with multiple=true, close: nothing comes back.
+    "TestAckMultipleUpToTag": {
+        "published": msgs(5),
+        "held": first(*msgs(5)),
+        "acked": ["m1", "m5"],
+        "channel": OPEN,
+        "returned": [],
+    },
+    # ack tag 1 alone, ack tag 5 without multiple, close: 2, 3, 4 come back redelivered.
+    "TestAckSingleOnlyTag": {
+        "published": msgs(5),
+        "held": first(*msgs(5)),
+        "acked": ["m1", "m5"],
+        "channel": OPEN,
+        "returned": again("m2", "m3", "m4"),
+    },
+    # ack(0, multiple=true), close: nothing comes back.
+    "TestAckMultipleZeroAll": {
+        "published": msgs(4),
+        "held": first(*msgs(4)),
+        "acked": msgs(4),
+        "channel": OPEN,
+        "returned": [],
+    },
+    "TestAckUnknownTag": {
+        "held_tag": 1,
+        "acked_tag": 1001,
+        "answer": channel_406("PRECONDITION_FAILED - unknown delivery tag 1001"),
+    },
+    "TestDoubleAck": {
+        "tag": 1,
+        "first": OPEN,
+        "second": channel_406("PRECONDITION_FAILED - unknown delivery tag 1"),
+    },
+    # m1, m2 held; cancel; nothing requeued; ack m1 accepted; close returns m2 only.
+    "TestCancelKeepsUnacked": {
+        "published": msgs(2),
+        "held": first("m1", "m2"),
+        "acked_after_cancel": "m1",
+        "requeued_by_cancel": [],
+        "ack_after_cancel": OPEN,
+        "returned_after_close": again("m2"),
+    },
+    # m1..m3 held, m2 acked, recover(requeue=true): m1 and m3 again (same channel, tags go on).
+    "TestRecoverRedelivers": {
+        "published": msgs(3),
+        "held": first(*msgs(3)),
+        "acked": "m2",
+        "returned": again("m1", "m3", start=4),
+    },
+    "TestClientAcknowledgeCumulative": {
+        "published": msgs(5),
+        "held": first(*msgs(5)),
+        "acknowledged": "m3",
+        "scope": "cumulative",
+        "returned": again("m4", "m5"),
+    },
+    "TestClientAcknowledgeIndividual": {
+        "published": msgs(5),
+        "held": first(*msgs(5)),
+        "acknowledged": "m3",
+        "scope": "individual",
+        "returned": again("m1", "m2", "m4", "m5"),
+    },
+    "TestAutoAckRemovedOnDelivery": {
+        "published": msgs(3),
+        "received": first(*msgs(3)),
+        "returned": [],
+    },
+    # basic.get takes m1, a consumer on another channel gets m2..m4.
+    "TestFirstDeliveryNotRedelivered": {
+        "published": msgs(4),
+        "consumed": first("m2", "m3", "m4"),
+        "fetched": first("m1"),
+    },
+    "TestRedeliverOnConnectionLoss": {
+        "published": msgs(3),
+        "held": first(*msgs(3)),
+        "returned": again(*msgs(3)),
+        "how": "cut",
+    },
+    "TestRedeliverOnChannelClose": {
+        "published": msgs(3),
+        "held": first(*msgs(3)),
+        "returned": again(*msgs(3)),
+        "how": "channel.close",
+    },
+    # m1..m4 held, m2 and m4 acked, cut: m1 and m3 come back.
+    "TestAckedNeverRedelivered": {
+        "published": msgs(4),
+        "held": first(*msgs(4)),
+        "acked": ["m2", "m4"],
+        "returned": again("m1", "m3"),
+    },
+}
+
+# -- ACK-REQUEUE-POSITION: expectations come from the profile entries ---------------------------
+
+#: The module docstring's scenario: A holds m1, B holds m2, m3 and m4 wait; B returns first, then A.
+REQUEUE_PUBLISHED = msgs(4)
+REQUEUE_RETURNED = ["m2", "m1"]
+#: The order each documented policy produces, written out independently of the case's own helper.
+POLICY_ORDER = {
+    "publication-order": ["m1", "m2", "m3", "m4"],
+    "head-in-return-order": ["m2", "m1", "m3", "m4"],
+    "tail-in-return-order": ["m3", "m4", "m2", "m1"],
+}
+REQUEUE_VARIANTS: tuple[str, ...] = CASES["TestRequeuePosition"].variants or ()
+
+
+def requeue_obs(variant: str, order: list[str]) -> dict[str, Any]:
+    return {"variant": variant, "published": list(REQUEUE_PUBLISHED), "returned": list(REQUEUE_RETURNED), "order": order}
+
+
+def documented_policy(variant: str, queue_type: str) -> str:
+    entry = RABBIT.entry(f"requeue.position.{variant}", queue_type)
+    assert entry is not None, f"{RABBIT.id} documents no requeue.position.{variant} for {queue_type}"
+    return str(entry.value)
+
+
+def requeue_good() -> list[Example]:
+    return [
+        Example(
+            "TestRequeuePosition",
+            f"{variant}-{qt}-{documented_policy(variant, qt)}",
+            requeue_obs(variant, POLICY_ORDER[documented_policy(variant, qt)]),
+            queue_type=qt,
+        )
+        for variant in REQUEUE_VARIANTS
+        for qt in RABBIT.queue_types
+    ]
+
+
+def requeue_violations() -> list[Example]:
+    out = []
+    for variant in REQUEUE_VARIANTS:
+        for qt in RABBIT.queue_types:
+            policy = documented_policy(variant, qt)
+            expected = POLICY_ORDER[policy]
+            for other, order in POLICY_ORDER.items():
+                if other != policy:
+                    out.append(Example("TestRequeuePosition", f"{variant}-{qt}-{other}-instead-of-{policy}", requeue_obs(variant, order), qt))
+            lost = [m for m in expected if m != "m1"]
+            out.append(Example("TestRequeuePosition", f"{variant}-{qt}-requeued-m1-lost", requeue_obs(variant, lost), qt))
+            dup = [*expected, "m2"]
+            out.append(Example("TestRequeuePosition", f"{variant}-{qt}-requeued-m2-delivered-twice", requeue_obs(variant, dup), qt))
+    return out
+
+
+# -- the tables ----------------------------------------------------------------------------------
+
+
+def good_examples() -> list[Example]:
+    out = []
+    for case, obs in GOOD_OBS.items():
+        for profile in (RABBIT, BASELINE):
+            for qt in profile.queue_types:
+                out.append(Example(case, f"{profile.id}-{qt}", obs, queue_type=qt, profile=profile))
+    return out + requeue_good()
+
+
+G = GOOD_OBS
+
+VIOLATIONS: list[Example] = [
+    # ACK-MULTIPLE-UP-TO-TAG
+    Example("TestAckMultipleUpToTag", "multiple-ignored-acks-only-tag-5",
+            with_(G["TestAckMultipleUpToTag"], returned=again("m2", "m3", "m4"))),
+    Example("TestAckMultipleUpToTag", "multiple-acks-only-tags-below-5",
+            with_(G["TestAckMultipleUpToTag"], returned=again("m5"))),
+    Example("TestAckMultipleUpToTag", "multiple-stops-short-tag-4-returns",
+            with_(G["TestAckMultipleUpToTag"], returned=again("m4"))),
+    Example("TestAckMultipleUpToTag", "acked-tag-1-comes-back",
+            with_(G["TestAckMultipleUpToTag"], returned=again("m1"))),
+    Example("TestAckMultipleUpToTag", "multiple-ack-channel-closed-406",
+            with_(G["TestAckMultipleUpToTag"], channel=channel_406("PRECONDITION_FAILED - unknown delivery tag 5"),
+                  returned=again("m2", "m3", "m4", "m5"))),
+    Example("TestAckMultipleUpToTag", "multiple-ack-connection-closed",
+            with_(G["TestAckMultipleUpToTag"], channel=connection_closed(503, "COMMAND_INVALID - multiple ack not supported"),
+                  returned=again("m2", "m3", "m4", "m5"))),
+    # ACK-SINGLE-ONLY-TAG
+    Example("TestAckSingleOnlyTag", "single-ack-treated-as-multiple",
+            with_(G["TestAckSingleOnlyTag"], returned=[])),
+    Example("TestAckSingleOnlyTag", "unacked-tag-4-lost",
+            with_(G["TestAckSingleOnlyTag"], returned=again("m2", "m3"))),
+    Example("TestAckSingleOnlyTag", "acked-tag-5-comes-back",
+            with_(G["TestAckSingleOnlyTag"], returned=again("m2", "m3", "m4", "m5"))),
+    Example("TestAckSingleOnlyTag", "acked-tag-1-comes-back",
+            with_(G["TestAckSingleOnlyTag"], returned=again("m1", "m2", "m3", "m4"))),
+    Example("TestAckSingleOnlyTag", "m3-returned-twice",
+            with_(G["TestAckSingleOnlyTag"], returned=again("m2", "m3", "m3", "m4"))),
+    Example("TestAckSingleOnlyTag", "returned-redelivered-false",
+            with_(G["TestAckSingleOnlyTag"], returned=[d("m2", 1, True), d("m3", 2, False), d("m4", 3, True)])),
+    Example("TestAckSingleOnlyTag", "single-ack-channel-closed-406",
+            with_(G["TestAckSingleOnlyTag"], channel=channel_406("PRECONDITION_FAILED - unknown delivery tag 5"),
+                  returned=again("m2", "m3", "m4", "m5"))),
+    # ACK-MULTIPLE-ZERO-ALL
+    Example("TestAckMultipleZeroAll", "tag-0-ack-does-nothing",
+            with_(G["TestAckMultipleZeroAll"], returned=again(*msgs(4)))),
+    Example("TestAckMultipleZeroAll", "tag-0-acks-only-first",
+            with_(G["TestAckMultipleZeroAll"], returned=again("m2", "m3", "m4"))),
+    Example("TestAckMultipleZeroAll", "tag-0-treated-as-unknown-406",
+            with_(G["TestAckMultipleZeroAll"], channel=channel_406("PRECONDITION_FAILED - unknown delivery tag 0"),
+                  returned=again(*msgs(4)))),
+    Example("TestAckMultipleZeroAll", "tag-0-closes-connection",
+            with_(G["TestAckMultipleZeroAll"], channel=connection_closed(503, "COMMAND_INVALID - delivery tag 0"),
+                  returned=again(*msgs(4)))),
+    # ACK-UNKNOWN-TAG-406
+    Example("TestAckUnknownTag", "no-exception-raised",
+            with_(G["TestAckUnknownTag"], answer=OPEN)),
+    Example("TestAckUnknownTag", "connection-level-406",
+            with_(G["TestAckUnknownTag"], answer=connection_closed(406, "PRECONDITION_FAILED - unknown delivery tag 1001"))),
+    Example("TestAckUnknownTag", "connection-level-503",
+            with_(G["TestAckUnknownTag"], answer=connection_closed(503, "COMMAND_INVALID - unknown delivery tag 1001"))),
+    Example("TestAckUnknownTag", "channel-closed-404-not-406",
+            with_(G["TestAckUnknownTag"], answer=soft(404, "NOT_FOUND - unknown delivery tag 1001"))),
+    Example("TestAckUnknownTag", "channel-closed-530-not-406",
+            with_(G["TestAckUnknownTag"], answer=soft(530, "NOT_ALLOWED - unknown delivery tag 1001"))),
+    # ACK-DOUBLE-ACK-406
+    Example("TestDoubleAck", "second-ack-ignored",
+            with_(G["TestDoubleAck"], second=OPEN)),
+    Example("TestDoubleAck", "second-ack-connection-level-406",
+            with_(G["TestDoubleAck"], second=connection_closed(406, "PRECONDITION_FAILED - unknown delivery tag 1"))),
+    Example("TestDoubleAck", "second-ack-channel-closed-404",
+            with_(G["TestDoubleAck"], second=soft(404, "NOT_FOUND - delivery tag 1"))),
+    Example("TestDoubleAck", "first-ack-rejected-406",
+            with_(G["TestDoubleAck"], first=channel_406(), second=None)),
+    # ACK-CANCEL-KEEPS-UNACKED
+    Example("TestCancelKeepsUnacked", "cancel-requeues-both",
+            with_(G["TestCancelKeepsUnacked"], requeued_by_cancel=again("m1", "m2"),
+                  ack_after_cancel=channel_406(), returned_after_close=[])),
+    Example("TestCancelKeepsUnacked", "cancel-requeues-one",
+            with_(G["TestCancelKeepsUnacked"], requeued_by_cancel=again("m2"), returned_after_close=[])),
+    Example("TestCancelKeepsUnacked", "ack-after-cancel-rejected-406",
+            with_(G["TestCancelKeepsUnacked"], ack_after_cancel=channel_406(), returned_after_close=again("m1", "m2"))),
+    Example("TestCancelKeepsUnacked", "ack-after-cancel-closes-connection",
+            with_(G["TestCancelKeepsUnacked"], ack_after_cancel=connection_closed(406, "PRECONDITION_FAILED - unknown delivery tag 1"),
+                  returned_after_close=again("m1", "m2"))),
+    Example("TestCancelKeepsUnacked", "cancel-discards-unacked",
+            with_(G["TestCancelKeepsUnacked"], returned_after_close=[])),
+    Example("TestCancelKeepsUnacked", "ack-after-cancel-silently-ignored",
+            with_(G["TestCancelKeepsUnacked"], returned_after_close=again("m1", "m2"))),
+    Example("TestCancelKeepsUnacked", "returned-after-close-redelivered-false",
+            with_(G["TestCancelKeepsUnacked"], returned_after_close=first("m2"))),
+    Example("TestCancelKeepsUnacked", "m2-returned-twice",
+            with_(G["TestCancelKeepsUnacked"], returned_after_close=again("m2", "m2"))),
+    # ACK-RECOVER-REDELIVERS
+    Example("TestRecoverRedelivers", "recover-resends-acked",
+            with_(G["TestRecoverRedelivers"], returned=again("m1", "m2", "m3", start=4))),
+    Example("TestRecoverRedelivers", "recover-loses-m3",
+            with_(G["TestRecoverRedelivers"], returned=again("m1", start=4))),
+    Example("TestRecoverRedelivers", "recover-resends-nothing",
+            with_(G["TestRecoverRedelivers"], returned=[])),
+    Example("TestRecoverRedelivers", "recover-redelivered-false",
+            with_(G["TestRecoverRedelivers"], returned=first("m1", "m3", start=4))),
+    Example("TestRecoverRedelivers", "recover-flag-false-on-one",
+            with_(G["TestRecoverRedelivers"], returned=[d("m1", 4, True), d("m3", 5, False)])),
+    Example("TestRecoverRedelivers", "recover-duplicates-m1",
+            with_(G["TestRecoverRedelivers"], returned=again("m1", "m3", "m1", start=4))),
+    # ACK-CLIENT-CUMULATIVE
+    Example("TestClientAcknowledgeCumulative", "client-acks-only-the-target",
+            with_(G["TestClientAcknowledgeCumulative"], returned=again("m1", "m2", "m4", "m5"))),
+    Example("TestClientAcknowledgeCumulative", "client-acks-all-held",
+            with_(G["TestClientAcknowledgeCumulative"], returned=[])),
+    Example("TestClientAcknowledgeCumulative", "client-acks-nothing",
+            with_(G["TestClientAcknowledgeCumulative"], returned=again(*msgs(5)))),
+    Example("TestClientAcknowledgeCumulative", "acknowledged-target-comes-back",
+            with_(G["TestClientAcknowledgeCumulative"], returned=again("m3", "m4", "m5"))),
+    Example("TestClientAcknowledgeCumulative", "unacked-m5-lost",
+            with_(G["TestClientAcknowledgeCumulative"], returned=again("m4"))),
+    Example("TestClientAcknowledgeCumulative", "returned-redelivered-false",
+            with_(G["TestClientAcknowledgeCumulative"], returned=[d("m4", 1, False), d("m5", 2, True)])),
+    # ACK-CLIENT-INDIVIDUAL
+    Example("TestClientAcknowledgeIndividual", "individual-acks-cumulatively",
+            with_(G["TestClientAcknowledgeIndividual"], returned=again("m4", "m5"))),
+    Example("TestClientAcknowledgeIndividual", "individual-acks-all-held",
+            with_(G["TestClientAcknowledgeIndividual"], returned=[])),
+    Example("TestClientAcknowledgeIndividual", "individual-acks-nothing",
+            with_(G["TestClientAcknowledgeIndividual"], returned=again(*msgs(5)))),
+    Example("TestClientAcknowledgeIndividual", "unacked-m1-lost",
+            with_(G["TestClientAcknowledgeIndividual"], returned=again("m2", "m4", "m5"))),
+    Example("TestClientAcknowledgeIndividual", "m4-returned-twice",
+            with_(G["TestClientAcknowledgeIndividual"], returned=again("m1", "m2", "m4", "m4", "m5"))),
+    Example("TestClientAcknowledgeIndividual", "returned-redelivered-false",
+            with_(G["TestClientAcknowledgeIndividual"], returned=first("m1", "m2", "m4", "m5"))),
+    # ACK-AUTO-REMOVED-ON-DELIVERY
+    Example("TestAutoAckRemovedOnDelivery", "no-ack-messages-come-back",
+            with_(G["TestAutoAckRemovedOnDelivery"], returned=again(*msgs(3)))),
+    Example("TestAutoAckRemovedOnDelivery", "last-in-flight-no-ack-message-comes-back",
+            with_(G["TestAutoAckRemovedOnDelivery"], returned=again("m3"))),
+    Example("TestAutoAckRemovedOnDelivery", "no-ack-message-comes-back-unflagged",
+            with_(G["TestAutoAckRemovedOnDelivery"], returned=first("m1"))),
+    Example("TestAutoAckRemovedOnDelivery", "no-ack-consumer-receives-two-of-three",
+            with_(G["TestAutoAckRemovedOnDelivery"], received=first("m1", "m2"))),
+    Example(
+        "TestAutoAckRemovedOnDelivery",
+        "no-ack-message-delivered-twice-to-same-consumer",
+        # m1 is delivered a second time to the no-ack consumer (and m3 never is): the count of
+        # deliveries still equals the count published and nothing is left for the drain.
+        with_(G["TestAutoAckRemovedOnDelivery"], received=[d("m1", 1), d("m2", 2), d("m1", 3, True)]),
+    ),
+    # ACK-FIRST-NOT-REDELIVERED
+    Example("TestFirstDeliveryNotRedelivered", "deliver-flag-true-on-first-delivery",
+            with_(G["TestFirstDeliveryNotRedelivered"], consumed=[d("m2", 1), d("m3", 2, True), d("m4", 3)])),
+    Example("TestFirstDeliveryNotRedelivered", "deliver-flag-true-on-every-first-delivery",
+            with_(G["TestFirstDeliveryNotRedelivered"], consumed=again("m2", "m3", "m4"))),
+    Example("TestFirstDeliveryNotRedelivered", "get-ok-flag-true-on-first-delivery",
+            with_(G["TestFirstDeliveryNotRedelivered"], fetched=again("m1"))),
+    Example("TestFirstDeliveryNotRedelivered", "get-empty-with-messages-ready",
+            with_(G["TestFirstDeliveryNotRedelivered"], fetched=[])),
+    # ACK-REDELIVER-ON-CONNECTION-LOSS
+    Example("TestRedeliverOnConnectionLoss", "redelivered-false-on-one",
+            with_(G["TestRedeliverOnConnectionLoss"], returned=[d("m1", 1, True), d("m2", 2, False), d("m3", 3, True)])),
+    Example("TestRedeliverOnConnectionLoss", "redelivered-false-on-all",
+            with_(G["TestRedeliverOnConnectionLoss"], returned=first(*msgs(3)))),
+    Example("TestRedeliverOnConnectionLoss", "unacked-m2-lost",
+            with_(G["TestRedeliverOnConnectionLoss"], returned=again("m1", "m3"))),
+    Example("TestRedeliverOnConnectionLoss", "nothing-comes-back",
+            with_(G["TestRedeliverOnConnectionLoss"], returned=[])),
+    Example("TestRedeliverOnConnectionLoss", "m1-returned-twice",
+            with_(G["TestRedeliverOnConnectionLoss"], returned=again("m1", "m2", "m3", "m1"))),
+    # ACK-REDELIVER-ON-CHANNEL-CLOSE
+    Example("TestRedeliverOnChannelClose", "redelivered-false-on-one",
+            with_(G["TestRedeliverOnChannelClose"], returned=[d("m1", 1, False), d("m2", 2, True), d("m3", 3, True)])),
+    Example("TestRedeliverOnChannelClose", "redelivered-false-on-all",
+            with_(G["TestRedeliverOnChannelClose"], returned=first(*msgs(3)))),
+    Example("TestRedeliverOnChannelClose", "unacked-m3-lost",
+            with_(G["TestRedeliverOnChannelClose"], returned=again("m1", "m2"))),
+    Example("TestRedeliverOnChannelClose", "nothing-comes-back",
+            with_(G["TestRedeliverOnChannelClose"], returned=[])),
+    Example("TestRedeliverOnChannelClose", "m2-returned-twice",
+            with_(G["TestRedeliverOnChannelClose"], returned=again("m1", "m2", "m2", "m3"))),
+    # ACK-ACKED-NEVER-REDELIVERED
+    Example("TestAckedNeverRedelivered", "acked-m2-comes-back",
+            with_(G["TestAckedNeverRedelivered"], returned=again("m1", "m2", "m3"))),
+    Example("TestAckedNeverRedelivered", "every-acked-comes-back",
+            with_(G["TestAckedNeverRedelivered"], returned=again(*msgs(4)))),
+    Example("TestAckedNeverRedelivered", "acked-m4-comes-back-unflagged",
+            with_(G["TestAckedNeverRedelivered"], returned=[*again("m1", "m3"), d("m4", 3, False)])),
+    Example("TestAckedNeverRedelivered", "unacked-m3-lost",
+            with_(G["TestAckedNeverRedelivered"], returned=again("m1"))),
+    Example("TestAckedNeverRedelivered", "m1-returned-twice",
+            with_(G["TestAckedNeverRedelivered"], returned=again("m1", "m1", "m3"))),
+    # ACK-REQUEUE-POSITION (orders from the profile entries, both variants, both queue types)
+    *requeue_violations(),
+]
+
+GOOD: list[Example] = good_examples()
+
+
+# -- the tests -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ex", [e.param() for e in GOOD])
+def test_compliant_observation_passes(ex: Example) -> None:
+    v = ex.judge()
+    assert v.outcome is Outcome.PASS, v.render(CASES[ex.case].requirement, "?")
+    assert v.expected and v.observed
+
+
+@pytest.mark.parametrize("ex", [e.param() for e in VIOLATIONS])
+def test_violation_fails(ex: Example) -> None:
+    v = ex.judge()
+    assert v.outcome is Outcome.FAIL, v.render(CASES[ex.case].requirement, "?")
+    assert v.expected.strip(), "a failing verdict must say what it expected"
+    assert v.observed.strip(), "a failing verdict must say what it observed"
+    assert v.expected != v.observed, "a failing verdict must tell expected and observed apart"
+    assert v.vendor == "fail"
+
+
+def test_every_case_has_a_good_example_and_violations() -> None:
+    good = {e.case for e in GOOD}
+    violations: dict[str, int] = {}
+    for e in VIOLATIONS:
+        violations[e.case] = violations.get(e.case, 0) + 1
+    missing_good = sorted(name for name in CASES if name not in good)
+    few_violations = sorted(name for name in CASES if violations.get(name, 0) < 2)
+    assert not missing_good, f"cases without a compliant observation in tests/test_verdicts.py: {missing_good}"
+    assert not few_violations, f"cases with fewer than two violating observations in tests/test_verdicts.py: {few_violations}"
+    stale = sorted((good | set(violations)) - set(CASES))
+    assert not stale, f"examples name cases the catalogue no longer has: {stale}"
+
+
+def test_example_names_are_unique() -> None:
+    for table in (GOOD, VIOLATIONS):
+        ids = [e.id for e in table]
+        assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+
+
+def test_requeue_position_cites_the_profile_entry() -> None:
+    for ex in requeue_good():
+        v = ex.judge()
+        entry = RABBIT.entry(f"requeue.position.{ex.obs['variant']}", ex.queue_type)
+        assert entry is not None
+        assert v.citation == entry.source
+        assert v.spec == "n/a", "the spec leaves the requeue position to the broker"
+
+
+@pytest.mark.parametrize("variant", REQUEUE_VARIANTS)
+@pytest.mark.parametrize("queue_type", [None, *BASELINE.queue_types])
+def test_requeue_position_without_profile_entry_is_undocumented(variant: str, queue_type: str | None) -> None:
+    assert not BASELINE.entries
+    case = CASES["TestRequeuePosition"]()
+    for order in POLICY_ORDER.values():
+        v = case.verdict(requeue_obs(variant, order), BASELINE, queue_type)
+        assert v.outcome is Outcome.UNDOCUMENTED
+        assert f"requeue.position.{variant}" in v.reason
+        assert v.vendor == "n/a"
+
+
+# -- apply_profile -------------------------------------------------------------------------------
+
+DEVIATION_SOURCE = "https://example.invalid/docs/consumers#cancel (cancel returns held deliveries)"
+DEVIATION_REASON = "this broker requeues a cancelled consumer's unacknowledged deliveries"
+
+
+def deviating_profile(queue_types: tuple[str, ...] | None = ("quorum",)) -> Profile:
+    raw: dict[str, Any] = {
+        "requirement": "ACK-CANCEL-KEEPS-UNACKED",
+        "observed": "cancel-requeued",
+        "reason": DEVIATION_REASON,
+        "source": DEVIATION_SOURCE,
+    }
+    if queue_types is not None:
+        raw["queue_types"] = list(queue_types)
+    return parse_profile(
+        {
+            "id": "test-deviations",
+            "match": {"product": "TestBroker", "versions": "*", "protocols": ["amqp-0-9-1"]},
+            "queue_types": {
+                "classic": {"declare": {"durable": True}, "source": "test"},
+                "quorum": {"declare": {"durable": True}, "source": "test"},
+            },
+            "deviations": [raw],
+        },
+        "test-profile",
+    )
+
+
+def cancel_verdict(obs: dict[str, Any], profile: Profile, queue_type: str) -> Verdict:
+    return CASES["TestCancelKeepsUnacked"]().verdict(obs, profile, queue_type)
+
+
+CANCEL_REQUEUES = with_(G["TestCancelKeepsUnacked"], requeued_by_cancel=again("m1", "m2"),
+                        ack_after_cancel=channel_406(), returned_after_close=[])
+
+
+def test_parse_profile_reads_the_deviation() -> None:
+    p = deviating_profile()
+    assert len(p.deviations) == 1
+    doc = p.deviations[0]
+    assert (doc.requirement, doc.queue_types, doc.observed) == ("ACK-CANCEL-KEEPS-UNACKED", ("quorum",), "cancel-requeued")
+    assert (doc.reason, doc.source) == (DEVIATION_REASON, DEVIATION_SOURCE)
+
+
+def test_fail_matching_documented_observation_becomes_deviation() -> None:
+    p = deviating_profile()
+    v = cancel_verdict(CANCEL_REQUEUES, p, "quorum")
+    assert (v.outcome, v.key) == (Outcome.FAIL, "cancel-requeued")
+    out = apply_profile(v, "ACK-CANCEL-KEEPS-UNACKED", "quorum", p)
+    assert out.outcome is Outcome.DEVIATION
+    assert out.citation == DEVIATION_SOURCE
+    assert out.reason == DEVIATION_REASON
+    assert out.vendor == "pass"
+    assert out.spec == "fail", "a documented deviation is still a spec failure"
+    assert (out.expected, out.observed, out.key) == (v.expected, v.observed, v.key)
+
+
+def test_deviation_without_queue_types_applies_to_every_queue_type() -> None:
+    p = deviating_profile(queue_types=None)
+    for qt in ("classic", "quorum", None):
+        v = cancel_verdict(CANCEL_REQUEUES, p, qt or "classic")
+        assert apply_profile(v, "ACK-CANCEL-KEEPS-UNACKED", qt, p).outcome is Outcome.DEVIATION
+
+
+def test_fail_with_a_different_key_stays_fail() -> None:
+    p = deviating_profile()
+    # Nothing requeued by the cancel, but the ack afterwards is refused: key "channel-406".
+    obs = with_(G["TestCancelKeepsUnacked"], ack_after_cancel=channel_406(), returned_after_close=again("m1", "m2"))
+    v = cancel_verdict(obs, p, "quorum")
+    assert v.outcome is Outcome.FAIL and v.key == "channel-406"
+    out = apply_profile(v, "ACK-CANCEL-KEEPS-UNACKED", "quorum", p)
+    assert out.outcome is Outcome.FAIL
+    assert out.citation == "" and out.reason == ""
+
+
+def test_fail_without_key_stays_fail() -> None:
+    p = deviating_profile()
+    v = holds(False, expected="x", observed="y")
+    assert v.key is None
+    assert apply_profile(v, "ACK-CANCEL-KEEPS-UNACKED", "quorum", p).outcome is Outcome.FAIL
+
+
+def test_documented_key_on_another_queue_type_or_requirement_stays_fail() -> None:
+    p = deviating_profile(("quorum",))
+    v = cancel_verdict(CANCEL_REQUEUES, p, "classic")
+    assert apply_profile(v, "ACK-CANCEL-KEEPS-UNACKED", "classic", p).outcome is Outcome.FAIL
+    other = holds(False, expected="x", observed="y", key="cancel-requeued")
+    assert apply_profile(other, "ACK-RECOVER-REDELIVERS", "quorum", p).outcome is Outcome.FAIL
+
+
+def test_pass_stays_pass() -> None:
+    p = deviating_profile()
+    v = cancel_verdict(G["TestCancelKeepsUnacked"], p, "quorum")
+    assert v.outcome is Outcome.PASS
+    out = apply_profile(v, "ACK-CANCEL-KEEPS-UNACKED", "quorum", p)
+    assert out == v
+    # Even a pass whose key would match the documented one is left alone.
+    keyed = holds(True, expected="x", observed="x", key="cancel-requeued")
+    assert apply_profile(keyed, "ACK-CANCEL-KEEPS-UNACKED", "quorum", p) == keyed
+
+
+def test_requeue_order_deviation_keyed_by_observed_order() -> None:
+    """The equality check's key is the observed value, so a profile can document an exact order."""
+    tail = POLICY_ORDER["tail-in-return-order"]
+    p = parse_profile(
+        {
+            "id": "test-requeue",
+            "match": {"product": "TestBroker", "protocols": ["amqp-0-9-1"]},
+            "entries": {"requeue.position.consumer-loss": {"value": "publication-order", "source": "vendor docs"}},
+            "deviations": [
+                {
+                    "requirement": "ACK-REQUEUE-POSITION",
+                    "queue_types": ["classic"],
+                    "observed": "[m3, m4, m2, m1]",
+                    "reason": "requeued after a consumer loss to the tail, despite the docs",
+                    "source": "vendor issue tracker",
+                }
+            ],
+        },
+        "test-requeue-profile",
+    )
+    case = CASES["TestRequeuePosition"]()
+    v = case.verdict(requeue_obs("consumer-loss", tail), p, "classic")
+    assert v.outcome is Outcome.FAIL
+    out = apply_profile(v, case.requirement, "classic", p)
+    assert out.outcome is Outcome.DEVIATION and out.citation == "vendor issue tracker"
+    head = case.verdict(requeue_obs("consumer-loss", POLICY_ORDER["head-in-return-order"]), p, "classic")
+    assert apply_profile(head, case.requirement, "classic", p).outcome is Outcome.FAIL
