@@ -44,6 +44,14 @@ def judge_returns(obs: Obs, expected_back: list[str], what: str) -> Verdict:
     )
 
 
+def one_held(ctx: CaseContext) -> tuple[Session, Delivery]:
+    """One message delivered and held unacknowledged on a fresh channel."""
+    q = ctx.queue()
+    ctx.publish(q, 1)
+    session = ctx.session("consumer")
+    return session, session.consume(q, prefetch=10).next(10)
+
+
 def seed_example(session: Session, held: list[Delivery], *, multiple: bool) -> list[str]:
     """LavinMQ seed: ack tag 1 alone so that tags 2..5 are outstanding, then ack tag 5."""
     session.ack(held[0].tag)
@@ -90,10 +98,7 @@ class TestAckUnknownTag(Case):
     requirement = "ACK-UNKNOWN-TAG-406"
 
     def scenario(self, ctx: CaseContext) -> Obs:
-        q = ctx.queue()
-        ctx.publish(q, 1)
-        session = ctx.session("consumer")
-        held = session.consume(q, prefetch=10).next(10)
+        session, held = one_held(ctx)
         bogus = held.tag + 1000
         return {"held_tag": held.tag, "acked_tag": bogus, "answer": ctx.channel_error(lambda: (session.ack(bogus), session.sync()))}
 
@@ -105,10 +110,7 @@ class TestDoubleAck(Case):
     requirement = "ACK-DOUBLE-ACK-406"
 
     def scenario(self, ctx: CaseContext) -> Obs:
-        q = ctx.queue()
-        ctx.publish(q, 1)
-        session = ctx.session("consumer")
-        held = session.consume(q, prefetch=10).next(10)
+        session, held = one_held(ctx)
         first = ctx.channel_error(lambda: (session.ack(held.tag), session.sync()))
         second = ctx.channel_error(lambda: (session.ack(held.tag), session.sync())) if not first["closed"] else None
         return {"tag": held.tag, "first": first, "second": second}
