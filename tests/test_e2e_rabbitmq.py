@@ -141,3 +141,26 @@ def test_every_case_has_a_deadline(rabbit: RabbitMQLocalNode, tmp_path: Path) ->
     recs = list(read_results(out))
     assert len(recs) == 4 and {r["verdict"] for r in recs} == {"error"}
     assert all("Timeout" in r["observed"] for r in recs)
+
+
+def test_launcher_restart_keeps_durable_state_and_kill_is_detected() -> None:
+    from adapters.amqp091.pika_adapter import PikaAdapter
+    from conformance.api import QueueSpec
+
+    node = RabbitMQLocalNode()
+    node.start()
+    try:
+        s = PikaAdapter().connect(node.url).session()
+        s.declare_queue(QueueSpec("durable-probe", durable=True))
+        s.enable_confirms()
+        s.publish("durable-probe", b"x", message_id="p1", persistent=True)
+        node.restart()
+        assert node.check_alive() is None
+        assert PikaAdapter().connect(node.url).session().queue_stats("durable-probe").ready == 1
+        node.kill()
+        assert "not running" in (node.check_alive() or "")
+        node.start()
+        assert PikaAdapter().connect(node.url).session().queue_stats("durable-probe").ready == 1
+    finally:
+        node.stop()
+    assert node.dir is None
