@@ -122,6 +122,18 @@ def requirement(rid: str) -> Requirement:
         raise UsageError(f"unknown requirement {rid!r}") from None
 
 
+def check_selection(requirements: Iterable[str] = (), areas: Iterable[str] = ()) -> None:
+    """Refuse requirement ids and areas the catalogue does not have (one line, for the CLI and pytest)."""
+    known = catalogue()
+    for rid in requirements:
+        if rid not in known:
+            raise UsageError(f"unknown requirement {rid!r} (see: conformance list)")
+    known_areas = {r.area for r in known.values()}
+    for area in areas:
+        if area not in known_areas:
+            raise UsageError(f"unknown area {area!r}; known: {', '.join(sorted(known_areas))}")
+
+
 def select(area: str | None = None, level: str | None = None) -> list[Requirement]:
     reqs = list(catalogue().values())
     if area:

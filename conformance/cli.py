@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from conformance import __version__
-from conformance.catalogue import LEVELS, catalogue, select
+from conformance.catalogue import LEVELS, check_selection, select
 from conformance.errors import UsageError
 from conformance.results import read_results, read_run
 
@@ -61,9 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_list(args: argparse.Namespace) -> int:
     from conformance.cases import all_cases
 
+    check_selection(areas=[args.area] if args.area else [])
     reqs = select(area=args.area, level=args.level)
-    if args.area and not reqs and args.area not in {r.area for r in catalogue().values()}:
-        raise UsageError(f"unknown area {args.area!r}; known: {', '.join(sorted({r.area for r in catalogue().values()}))}")
     cases: dict[str, list[str]] = {}
     for c in all_cases():
         cases.setdefault(c.requirement, []).append(c.__name__)
@@ -90,14 +89,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
     from conformance.cases import CASES_DIR
 
-    known = catalogue()
-    for rid in args.requirement or []:
-        if rid not in known:
-            raise UsageError(f"unknown requirement {rid!r} (see: conformance list)")
-    areas = {r.area for r in known.values()}
-    for area in args.area or []:
-        if area not in areas:
-            raise UsageError(f"unknown area {area!r}; known: {', '.join(sorted(areas))}")
+    check_selection(args.requirement or [], args.area or [])
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
     argv = [

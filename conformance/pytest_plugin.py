@@ -21,7 +21,7 @@ import pytest
 import conformance
 from conformance.api import Adapter, adapter_for
 from conformance.case import Case, CaseContext
-from conformance.catalogue import Requirement, catalogue, requirement
+from conformance.catalogue import Requirement, check_selection, requirement
 from conformance.errors import ConformanceError, ConnectionLost, TargetError, Unsupported, UsageError
 from conformance.history import History
 from conformance.profile import Profile, select_profile
@@ -91,9 +91,10 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     worker = getattr(config, "workerinput", None)
     target: Target | None = None
-    for rid in config.getoption("--requirement") or []:
-        if rid not in catalogue():
-            raise pytest.UsageError(f"unknown requirement {rid!r}")
+    try:
+        check_selection(config.getoption("--requirement") or [], config.getoption("--area") or [])
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
     try:
         if worker is not None:
             url, run_id = worker["conformance_url"], worker["conformance_run_id"]
