@@ -165,6 +165,26 @@ class Session(abc.ABC):
         (e.g. 406 for an ack of an unknown tag), which is how asynchronous errors become observable.
         """
 
+    # Local transactions (0-9-1 tx class; AMQP 1.0 transaction coordinator). Optional: an adapter
+    # whose protocol or broker has none keeps these defaults, and the case reports unsupported.
+
+    def select_tx(self) -> None:
+        """Make this session transactional: publishes and acks take effect only at :meth:`commit`."""
+        from conformance.errors import Unsupported
+
+        raise Unsupported("this adapter has no local transactions")
+
+    def commit(self) -> None:
+        """Commit the open transaction; returns once the broker confirmed it (tx.commit-ok)."""
+        from conformance.errors import Unsupported
+
+        raise Unsupported("this adapter has no local transactions")
+
+    def rollback(self) -> None:
+        from conformance.errors import Unsupported
+
+        raise Unsupported("this adapter has no local transactions")
+
     @abc.abstractmethod
     def close(self) -> None:
         """Graceful close (channel.close / session end): the broker requeues unacknowledged deliveries."""

@@ -20,9 +20,11 @@ from typing import Any, Callable, ClassVar, cast
 
 from conformance.api import AckMode, Adapter, Connection, Consumer, Delivery, QueueSpec, QueueStats, Session
 from conformance.catalogue import Requirement
-from conformance.errors import ChannelClosed, OperationTimeout
+from conformance.errors import ChannelClosed, OperationTimeout, TargetCannot
 from conformance.history import History, Recorded
 from conformance.profile import Profile
+from conformance.proxy import FaultProxy
+from conformance.targets import Target
 from conformance.verdict import Verdict
 
 Obs = dict[str, Any]
@@ -39,6 +41,8 @@ class Case:
     queue_types: ClassVar[tuple[str, ...] | None] = None
     #: Extra parameter axis (e.g. which trigger requeues): each value runs as its own case.
     variants: ClassVar[tuple[str, ...] | None] = None
+    #: The scenario restarts or kills the broker: it runs alone, never beside another case.
+    disrupts_broker: ClassVar[bool] = False
 
     def scenario(self, ctx: "CaseContext") -> Obs:
         raise NotImplementedError
@@ -69,6 +73,7 @@ class CaseContext:
         queue_type: str | None,
         variant: str | None = None,
         history: History | None = None,
+        target: Target | None = None,
     ) -> None:
         self.adapter = adapter
         self.url = url
@@ -77,6 +82,9 @@ class CaseContext:
         self.queue_type = queue_type
         self.variant = variant
         self.history = history or History()
+        self.target = target
+        self.proxies: list[FaultProxy] = []
+        self._closed = False
         self._connections: list[Connection] = []
         self._queues: list[str] = []
         self._admin: Session | None = None
@@ -85,17 +93,68 @@ class CaseContext:
 
     # -- connections -------------------------------------------------------------------------
 
-    def connect(self, actor: str | None = None) -> Connection:
+    def connect(self, actor: str | None = None, *, via: FaultProxy | None = None) -> Connection:
+        """A new connection, straight to the broker or through a fault proxy (``via``)."""
         self._n += 1
         actor = actor or f"client{self._n}"
-        conn = self.adapter.connect(self.url, name=f"conformance {self.requirement.id} {actor}")
+        url = via.url(self.url) if via is not None else self.url
+        conn = self.adapter.connect(url, name=f"conformance {self.requirement.id} {actor}")
         self._connections.append(conn)
-        self.history.add(actor, "connect", f"{conn.server.product} {conn.server.version}")
+        self.history.add(actor, "connect", f"{conn.server.product} {conn.server.version}" + (f" via proxy :{via.port}" if via else ""))
         return cast(Connection, Recorded(conn, self.history, actor))
 
-    def session(self, actor: str | None = None) -> Session:
+    def session(self, actor: str | None = None, *, via: FaultProxy | None = None) -> Session:
         """A fresh connection with one session: the usual unit a consumer under test gets."""
-        return self.connect(actor).session()
+        return self.connect(actor, via=via).session()
+
+    # -- faults --------------------------------------------------------------------------------
+
+    def proxy(self) -> FaultProxy:
+        """A fault proxy in front of the target; its wire trace joins the case's report."""
+        p = FaultProxy.for_url(self.url, on_event=lambda text: self.history.add("proxy", "event", text))
+        p.start()
+        self.proxies.append(p)
+        self.history.add("suite", "proxy", f"127.0.0.1:{p.port} -> {p.upstream[0]}:{p.upstream[1]}")
+        return p
+
+    def wire_trace(self) -> str:
+        parts = []
+        for i, p in enumerate(self.proxies, 1):
+            text = p.trace.render()
+            if text:
+                parts.append(f"-- proxy {i} (127.0.0.1:{p.port} -> {p.upstream[0]}:{p.upstream[1]}) --\n{text}")
+        return "\n".join(parts)
+
+    def tether(self, session: Session) -> str:
+        """A classic queue ``session`` consumes from: its consumer count falling to 0 is the barrier
+        proving the broker has torn that session down (and applied whatever that implies)."""
+        name = f"conformance.tether.{uuid.uuid4().hex[:8]}"
+        self.admin.declare_queue(QueueSpec(name=name, queue_type="classic", durable=False, auto_delete=False))
+        self._queues.append(name)
+        session.consume(name, ack_mode=AckMode.MANUAL)
+        return name
+
+    def restart_broker(self, *, kill: bool = False) -> None:
+        """Broker-level fault: kill -9 (``kill=True``) or a graceful restart of the node, then wait
+        until it accepts connections. Every connection the case had is dead afterwards; open new ones
+        (``admin`` reconnects by itself)."""
+        if self.target is None or not self.target.can_restart:
+            name = self.target.name if self.target else "this target"
+            raise TargetCannot(f"{name} cannot be restarted or killed by the suite; broker faults need a launched target")
+        for c in self._connections:
+            try:
+                c.cut()
+            except Exception:
+                pass
+        self._admin = None
+        start = time.monotonic()
+        if kill:
+            self.target.kill()
+            self.history.add("nemesis", "kill -9", self.target.name)
+            self.target.start()
+        else:
+            self.target.restart()
+        self.history.add("nemesis", "restart" if not kill else "start", f"{self.target.name} accepting connections after {time.monotonic() - start:.1f}s")
 
     @property
     def admin(self) -> Session:
@@ -210,6 +269,9 @@ class CaseContext:
         cut rather than closed with a handshake the broker might never answer, and the queues are
         deleted over a fresh connection.
         """
+        if self._closed:
+            return
+        self._closed = True
         if interrupted:
             for c in self._connections:
                 try:
@@ -229,3 +291,5 @@ class CaseContext:
                 c.close()
             except Exception:
                 pass
+        for p in self.proxies:
+            p.close()

@@ -26,6 +26,15 @@ class AdapterError(ConformanceError):
 class Unsupported(AdapterError):
     """The adapter or protocol cannot express the operation at all (e.g. basic.recover on AMQP 1.0)."""
 
+    #: Who lacks the capability, for the report: "adapter" or "target".
+    by = "adapter"
+
+
+class TargetCannot(Unsupported):
+    """The target cannot take a fault the case needs (an external URL cannot be restarted by the suite)."""
+
+    by = "target"
+
 
 class OperationTimeout(AdapterError):
     """A wait with a deadline expired (no delivery, no reply)."""

@@ -7,8 +7,12 @@ probes the server once to learn product and version and pick the profile.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
 import platform
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -26,7 +30,7 @@ from conformance.errors import ConformanceError, ConnectionLost, TargetError, Un
 from conformance.history import History
 from conformance.profile import Profile, select_profile
 from conformance.results import ResultsWriter, read_results, read_run
-from conformance.targets import Target, make_target, probe_tcp, redact
+from conformance.targets import Target, attach_target, make_target, probe_tcp, redact
 from conformance.verdict import Outcome, Verdict, apply_profile
 
 SEVERITY = {"MUST": "critical", "SHOULD": "normal", "MAY": "minor", "EXTENSION": "trivial"}
@@ -44,7 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--profile", help="profile id or YAML file (default: chosen from the server's product and version)")
     g.addoption("--results-dir", default=None, help="folder for run.json and results.jsonl")
     g.addoption("--case-timeout", type=float, default=60.0, help="deadline of each case in seconds (default 60)")
-    g.addoption("--keep-history", action="store_true", help="keep the operation history of passing cases too")
+    g.addoption("--keep-history", action="store_true", help="keep the operation history and wire trace of passing cases too")
     g.addoption("--requirement", action="append", help="run only the cases of this requirement id (repeatable)")
     g.addoption("--area", action="append", help="run only the cases of this area (repeatable)")
 
@@ -61,6 +65,10 @@ class RunState:
     keep_history: bool
     dead_cause: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def lock_path(self) -> str:
+        return os.path.join(tempfile.gettempdir(), f"conformance-{self.run_id}.lock")
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -98,6 +106,8 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         if worker is not None:
             url, run_id = worker["conformance_url"], worker["conformance_run_id"]
+            if worker.get("conformance_target"):
+                target = attach_target(json.loads(worker["conformance_target"]))
         else:
             target = make_target(spec)
             target.start()
@@ -148,6 +158,8 @@ def pytest_configure_node(node: Any) -> None:
     if state:
         node.workerinput["conformance_url"] = state.url
         node.workerinput["conformance_run_id"] = state.run_id
+        handle = state.target.handle() if state.target is not None else None
+        node.workerinput["conformance_target"] = json.dumps(handle) if handle else ""
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -218,9 +230,9 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     _allure_labels(req, queue_type, variant, state)
     started = time.monotonic()
 
-    def finish(v: Verdict, history: History | None = None, obs: Any = None) -> None:
+    def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "") -> None:
         if v.outcome not in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED):
-            _allure_attach(v.render(req.id, req.level), history)
+            _allure_attach(v.render(req.id, req.level), history, trace)
         keep = history is not None and (state.keep_history or v.outcome not in (Outcome.PASS,))
         _decide(
             item,
@@ -236,8 +248,10 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
                 "duration_s": round(time.monotonic() - started, 4),
                 "observations": obs,
                 "history": history.as_records() if keep and history else None,
+                "wire_trace": trace.splitlines() if keep and trace else None,
                 "rendered": v.render(req.id, req.level),
                 "history_text": history.render() if history else "",
+                "trace_text": trace,
             },
         )
 
@@ -249,14 +263,18 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
         finish(why)
         pytest.skip(f"{why.outcome.value}: {why.reason}")
     history = History()
-    ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=queue_type, variant=variant, history=history)
+    ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=queue_type,
+                      variant=variant, history=history, target=state.target)
     interrupted = True
     try:
-        obs = case.scenario(ctx)
+        with _broker_lock(state, exclusive=case.disrupts_broker, history=history):
+            obs = case.scenario(ctx)
         interrupted = False
     except Unsupported as exc:
-        v = Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"adapter {state.adapter.name}: {exc}")
-        finish(v, history)
+        ctx.close(True)
+        who = f"adapter {state.adapter.name}" if exc.by == "adapter" else f"target {state.target.name if state.target else redact(state.url)}"
+        v = Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"{who}: {exc}")
+        finish(v, history, trace=ctx.wire_trace())
         pytest.skip(f"unsupported: {v.reason}")
     except BaseException as exc:
         cause = None
@@ -265,18 +283,38 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
             if cause:
                 state.dead_cause = cause
         detail = f"{type(exc).__name__}: {exc}" + (f" (target down: {cause})" if cause else "")
-        finish(Verdict(Outcome.ERROR, req.text, detail, reason="scenario did not complete"), history)
+        ctx.close(True)
+        finish(Verdict(Outcome.ERROR, req.text, detail, reason="scenario did not complete"), history, trace=ctx.wire_trace())
         raise
     finally:
         ctx.close(interrupted)
     v = apply_profile(case.verdict(obs, state.profile, queue_type), req.id, queue_type, state.profile)
-    finish(v, history, obs)
+    finish(v, history, obs, ctx.wire_trace())
     if v.outcome is Outcome.UNDOCUMENTED:
         pytest.skip(f"undocumented: {v.reason}")
     if v.outcome is Outcome.FAIL:
         raise ConformanceFailure(v.render(req.id, req.level) + "\n  History:\n" + _indent(history.render()))
     if v.outcome is Outcome.DEVIATION:
         pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+
+
+@contextlib.contextmanager
+def _broker_lock(state: RunState, *, exclusive: bool, history: History) -> Iterator[None]:
+    """Cases share the broker (shared lock); a case that restarts or kills it holds it alone.
+
+    A file lock, so it spans xdist workers; the case deadline bounds the wait for it."""
+    if state.target is None or not state.target.can_restart:
+        yield
+        return
+    with open(state.lock_path, "a+") as fh:
+        started = time.monotonic()
+        fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        if exclusive:
+            history.add("suite", "lock", f"broker held exclusively after {(time.monotonic() - started) * 1000:.0f}ms")
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _not_applicable(req: Requirement, state: RunState, queue_type: str | None) -> Verdict | None:
@@ -314,7 +352,7 @@ def _allure_labels(req: Requirement, queue_type: str | None, variant: str | None
             allure.dynamic.link(s.url, name=f"{s.kind}: {s.ref}"[:120])
 
 
-def _allure_attach(text: str, history: History | None) -> None:
+def _allure_attach(text: str, history: History | None, trace: str = "") -> None:
     try:
         import allure
     except ImportError:
@@ -322,6 +360,8 @@ def _allure_attach(text: str, history: History | None) -> None:
     allure.attach(text, name="expected vs observed", attachment_type=allure.attachment_type.TEXT)
     if history is not None and history.events:
         allure.attach(history.render(), name="history", attachment_type=allure.attachment_type.TEXT)
+    if trace:
+        allure.attach(trace, name="wire trace", attachment_type=allure.attachment_type.TEXT)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -350,12 +390,15 @@ def _attach(result: dict[str, Any], report: pytest.TestReport) -> None:
     report.sections.append(("expected vs observed", text))
     if result.get("history_text"):
         report.sections.append(("history", result["history_text"]))
+    if result.get("trace_text"):
+        # "Captured stdout ..." sections are what junitxml writes to <system-out> (junit_logging).
+        report.sections.append(("Captured stdout wire trace", result["trace_text"]))
 
 
 def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: pytest.TestReport) -> None:
     if state.writer is None:
         return
-    record = {k: v for k, v in result.items() if k not in ("rendered", "history_text")}
+    record = {k: v for k, v in result.items() if k not in ("rendered", "history_text", "trace_text")}
     record.update(state.meta())
     record.update(
         case_id=item.nodeid,

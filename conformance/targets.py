@@ -62,6 +62,10 @@ class Target(abc.ABC):
     def kill(self) -> None:
         raise TargetError(f"target {self.name} cannot be killed by the suite")
 
+    def handle(self) -> dict[str, str] | None:
+        """How another process (an xdist worker) can control this target, or None if it cannot."""
+        return None
+
     def check_alive(self) -> str | None:
         """None when reachable, else a one-line cause. Used to tell broker death from a failing case."""
         return probe_tcp(self.url)
@@ -115,6 +119,15 @@ def looks_like_url(spec: str) -> bool:
 
 def available_launchers() -> dict[str, Callable[..., Target]]:
     return load_group(TARGET_GROUP)
+
+
+def attach_target(handle: dict[str, str]) -> Target:
+    """The controlling side of a target another process launched (from :meth:`Target.handle`)."""
+    launchers = available_launchers()
+    name = handle.get("launcher", "")
+    if name not in launchers:
+        raise TargetError(f"cannot attach to target: launcher {name!r} is not installed")
+    return launchers[name](attach=handle["node_dir"])
 
 
 def make_target(spec: str, **options: str) -> Target:

@@ -207,6 +207,18 @@ class PikaSession(Session):
         self.channel.basic_qos(prefetch_count=prefetch, global_qos=global_)
 
     @translate
+    def select_tx(self) -> None:
+        self.channel.tx_select()
+
+    @translate
+    def commit(self) -> None:
+        self.channel.tx_commit()
+
+    @translate
+    def rollback(self) -> None:
+        self.channel.tx_rollback()
+
+    @translate
     def sync(self) -> None:
         self.channel.exchange_declare(BARRIER_EXCHANGE, passive=True)
 

@@ -8,6 +8,7 @@ kill -9 of the whole node (beam and its helpers) a single signal.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -15,6 +16,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -132,7 +134,7 @@ class RabbitMQLocalNode(Target):
         return env
 
     def start(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
+        if self.dir is not None and self.state_file.exists() and self.check_running():
             return
         if self.dir is None or not (self.dir / "rabbitmq.conf").exists():
             self._prepare()
@@ -150,6 +152,7 @@ class RabbitMQLocalNode(Target):
             )
         finally:
             log.close()
+        self._save_state(self.proc.pid)
         proc = self.proc
         ok = wait_until(lambda: proc.poll() is not None or amqp_ready(self.amqp_port), self.boot_timeout, 0.1)
         if proc.poll() is not None:
@@ -157,6 +160,47 @@ class RabbitMQLocalNode(Target):
         if not ok:
             self._kill_group()
             raise TargetError(f"RabbitMQ node {self.node} did not accept AMQP within {self.boot_timeout:.0f}s: {self._log_tail()}")
+
+    # -- state shared with other processes (xdist workers restart the node inside a case) -------
+
+    @property
+    def state_file(self) -> Path:
+        assert self.dir is not None
+        return self.dir / "node.json"
+
+    def _save_state(self, pid: int) -> None:
+        state = {"node": self.node, "user": self.user, "password": self.password, "pid": pid,
+                 "ports": [self.amqp_port, self.dist_port, self.epmd_port], "plugins": list(self.plugins)}
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state))
+        tmp.chmod(0o600)
+        tmp.replace(self.state_file)
+
+    def _pid(self) -> int | None:
+        """The node's process-group leader, whichever process started it last."""
+        try:
+            return int(json.loads(self.state_file.read_text())["pid"])
+        except (OSError, ValueError, KeyError, AssertionError):
+            return None
+
+    def handle(self) -> dict[str, str]:
+        """What another process needs to control this node (see :func:`launch` with ``attach``)."""
+        assert self.dir is not None
+        return {"launcher": "rabbitmq-local", "node_dir": str(self.dir)}
+
+    @classmethod
+    def attached(cls, node_dir: str, **options: object) -> "RabbitMQLocalNode":
+        """Control a node another process launched: restart and kill work; stop() leaves it running."""
+        node = cls(node_dir=node_dir, **options)  # type: ignore[arg-type]
+        node._own_dir = False
+        node._attached = True
+        state = json.loads(node.state_file.read_text())
+        node.node, node.user, node.password = state["node"], state["user"], state["password"]
+        node.amqp_port, node.dist_port, node.epmd_port = state["ports"]
+        node.plugins = tuple(state.get("plugins", ()))
+        node.url = f"amqp://{node.user}:{quote(node.password, safe='')}@127.0.0.1:{node.amqp_port}/%2F"
+        node.facts = {"node": node.node, "node_dir": node_dir, "launcher": "rabbitmq-local"}
+        return node
 
     def _log_tail(self) -> str:
         assert self.dir is not None
@@ -168,23 +212,38 @@ class RabbitMQLocalNode(Target):
         return tail.replace(self.password, "***")
 
     def _kill_group(self, sig: int = signal.SIGKILL) -> None:
-        if self.proc is None:
+        pid = self._pid() if self.dir is not None else None
+        if pid is None and self.proc is not None:
+            pid = self.proc.pid
+        if pid is None:
             return
         try:
-            os.killpg(self.proc.pid, sig)
+            os.killpg(pid, sig)
         except ProcessLookupError:
-            pass
+            return
+        if not wait_until(lambda: self._gone(pid), 30, 0.02):
+            os.killpg(pid, signal.SIGKILL)
+            wait_until(lambda: self._gone(pid), 10, 0.02)
+
+    def _gone(self, pid: int) -> bool:
+        """The group leader has exited (reaped, or a zombie of whichever process started it)."""
+        if self.proc is not None and self.proc.pid == pid:
+            return self.proc.poll() is not None
         try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return True
+        return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
     def shutdown(self) -> None:
         """Graceful stop (SIGTERM: the node flushes and exits), data kept for a later start."""
-        if self.proc is not None and self.proc.poll() is None:
+        if self.check_running():
             self._kill_group(signal.SIGTERM)
         self.proc = None
+
+    def check_running(self) -> bool:
+        pid = self._pid() if self.dir is not None else None
+        return pid is not None and not self._gone(pid)
 
     def kill(self) -> None:
         """kill -9 of the node's whole process group: no flush, no goodbye to clients."""
@@ -196,12 +255,14 @@ class RabbitMQLocalNode(Target):
         self.start()
 
     def check_alive(self) -> str | None:
-        if self.proc is None or self.proc.poll() is not None:
-            code = None if self.proc is None else self.proc.returncode
-            return f"node {self.node} is not running (exit code {code})"
+        if not self.check_running():
+            code = None if self.proc is None else self.proc.poll()
+            return f"node {self.node} is not running" + (f" (exit code {code})" if code is not None else "")
         return None if amqp_ready(self.amqp_port) else f"node {self.node} does not answer on port {self.amqp_port}"
 
     def stop(self) -> None:
+        if getattr(self, "_attached", False):
+            return
         self.shutdown()
         self._stop_epmd()
         if self._own_dir and not self.keep_dir and self.dir is not None:
@@ -217,6 +278,9 @@ class RabbitMQLocalNode(Target):
 
 
 def launch(**options: object) -> RabbitMQLocalNode:
-    """Entry point for ``--target rabbitmq-local``."""
+    """Entry point for ``--target rabbitmq-local``; ``attach=<node_dir>`` controls a running node."""
+    attach = options.pop("attach", None)
+    if attach:
+        return RabbitMQLocalNode.attached(str(attach), **options)
     return RabbitMQLocalNode(**options)  # type: ignore[arg-type]
 

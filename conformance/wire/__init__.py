@@ -1,0 +1,58 @@
+"""Wire framing: splitting a byte stream into protocol frames and naming them.
+
+The fault proxy needs frame boundaries (to fire a fault on exactly one frame and to forward whole
+frames only) and readable names (for triggers and traces). Naming is cheap and done for every frame;
+the full decode of a frame's fields happens only when a trace is rendered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+
+class MalformedFrame(ValueError):
+    """The stream is not valid framing for the protocol (garbage, impossible size, bad frame end)."""
+
+
+@dataclass(slots=True)
+class Frame:
+    #: The frame's bytes exactly as received (forwarded unchanged).
+    raw: bytes
+    #: Protocol name: "basic.deliver", "content-body", "heartbeat", "transfer", "protocol-header", ...
+    name: str
+    channel: int
+    #: Renders the frame's key fields on demand (traces only); secrets are never rendered.
+    describe: Callable[[bytes], str] | None = None
+
+    def detail(self) -> str:
+        if self.describe is None:
+            return ""
+        try:
+            return self.describe(self.raw)
+        except Exception as exc:  # a frame the codec cannot decode is still forwarded
+            return f"<undecodable: {exc}>"
+
+
+class Codec(Protocol):
+    """Incremental frame splitter for one direction of one connection."""
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Append ``data``; return every frame now complete. Raises MalformedFrame on bad framing."""
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete frame held back (non-zero at EOF means a truncated frame)."""
+
+
+def codec_for(header: bytes) -> type[Codec] | None:
+    """The codec family a client's 8-byte protocol header selects, or None if it is not AMQP."""
+    from conformance.wire import amqp10, amqp091
+
+    if header[:4] != b"AMQP" or len(header) < 8:
+        return None
+    if header[4:8] == amqp091.PROTOCOL_HEADER[4:8]:
+        return amqp091.Amqp091Codec
+    if header[4] in (0, 2, 3) and header[5:8] == b"\x01\x00\x00":
+        return amqp10.Amqp10Codec
+    return None

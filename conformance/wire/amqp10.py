@@ -1,0 +1,121 @@
+"""AMQP 1.0 framing (core spec 2.3): size, doff, type, channel, then a described performative.
+
+Frame boundaries and the performative's descriptor are read here; the fields of a performative are
+decoded with python-qpid-proton's codec when it is installed (traces only).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from conformance.wire import Frame, MalformedFrame
+
+MAX_FRAME = 64 * 1024 * 1024
+_HEAD = struct.Struct(">IBBH")
+
+PERFORMATIVES = {
+    0x10: "open", 0x11: "begin", 0x12: "attach", 0x13: "flow", 0x14: "transfer",
+    0x15: "disposition", 0x16: "detach", 0x17: "end", 0x18: "close",
+    0x40: "sasl-mechanisms", 0x41: "sasl-init", 0x42: "sasl-challenge", 0x43: "sasl-response", 0x44: "sasl-outcome",
+}
+SYMBOLIC = {f"amqp:{v}:list": v for v in PERFORMATIVES.values()}
+#: Per performative, the list positions worth a trace line (spec 2.7 field order). SASL payloads
+#: (sasl-init initial-response, sasl-response) carry credentials and are never rendered.
+KEY_FIELDS = {
+    "open": ("container-id", "hostname", "max-frame-size", "channel-max", "idle-time-out"),
+    "begin": ("remote-channel", "next-outgoing-id", "incoming-window", "outgoing-window", "handle-max"),
+    "attach": ("name", "handle", "role", "snd-settle-mode", "rcv-settle-mode"),
+    "flow": ("next-incoming-id", "incoming-window", "next-outgoing-id", "outgoing-window", "handle", "delivery-count", "link-credit", "available", "drain", "echo"),
+    "transfer": ("handle", "delivery-id", "delivery-tag", "message-format", "settled", "more"),
+    "disposition": ("role", "first", "last", "settled", "state"),
+    "detach": ("handle", "closed", "error"),
+    "end": ("error",),
+    "close": ("error",),
+    "sasl-mechanisms": ("sasl-server-mechanisms",),
+    "sasl-outcome": ("code",),
+}
+
+
+def performative(body: bytes | memoryview) -> str:
+    """The name of the described performative at the start of a frame body."""
+    if len(body) < 3 or body[0] != 0x00:
+        raise MalformedFrame("frame body does not start with a described performative")
+    code = body[1]
+    if code == 0x53:  # smallulong
+        value = body[2]
+    elif code == 0x80 and len(body) >= 10:  # ulong
+        value = int.from_bytes(body[2:10], "big")
+    elif code == 0xA3:  # sym8
+        sym = bytes(body[3 : 3 + body[2]]).decode("ascii", "replace")
+        if sym in SYMBOLIC:
+            return SYMBOLIC[sym]
+        raise MalformedFrame(f"unknown performative {sym!r}")
+    else:
+        raise MalformedFrame(f"unsupported descriptor constructor 0x{code:02x}")
+    if value not in PERFORMATIVES:
+        raise MalformedFrame(f"unknown performative code 0x{value:x}")
+    return PERFORMATIVES[value]
+
+
+def describe(raw: bytes) -> str:
+    body = raw[raw[4] * 4 :]
+    name = performative(body)
+    if name == "sasl-response":
+        return "response=***"
+    try:
+        from proton import Data
+    except ImportError:  # the amqp10 extra is not installed: names only
+        return ""
+    data = Data()
+    consumed = data.decode(body)
+    fields = list(getattr(data.get_object(), "value", None) or [])
+    if name == "sasl-init":
+        return (f"mechanism={fields[0]!r} " if fields else "") + "initial-response=***"
+    labels = KEY_FIELDS.get(name, ())
+    bits = [f"{label}={fields[i]!r}" for i, label in enumerate(labels) if i < len(fields) and fields[i] is not None]
+    if name == "transfer":
+        bits.append(f"payload={len(body) - consumed} bytes")
+    return " ".join(bits)
+
+
+def _describe_header(raw: bytes) -> str:
+    return {0: "amqp", 2: "tls", 3: "sasl"}.get(raw[4], str(raw[4])) + " " + ".".join(str(b) for b in raw[5:8])
+
+
+class Amqp10Codec:
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    @property
+    def pending(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[Frame]:
+        buf = self._buf
+        buf += data
+        out: list[Frame] = []
+        pos = 0
+        n = len(buf)
+        while n - pos >= 8:
+            if buf[pos : pos + 4] == b"AMQP":
+                out.append(Frame(bytes(buf[pos : pos + 8]), "protocol-header", 0, _describe_header))
+                pos += 8
+                continue
+            size, doff, kind, channel = _HEAD.unpack_from(buf, pos)
+            if size < 8 or size > MAX_FRAME:
+                raise MalformedFrame(f"frame size {size} out of range (offset {pos})")
+            if doff < 2 or doff * 4 > size:
+                raise MalformedFrame(f"data offset {doff} invalid for a {size}-byte frame (offset {pos})")
+            if kind not in (0, 1):
+                raise MalformedFrame(f"frame type {kind} is neither AMQP (0) nor SASL (1) (offset {pos})")
+            if pos + size > n:
+                break
+            raw = bytes(buf[pos : pos + size])
+            body = memoryview(raw)[doff * 4 :]
+            if len(body) == 0:
+                out.append(Frame(raw, "empty", channel))
+            else:
+                out.append(Frame(raw, performative(body), channel, describe))
+            pos += size
+        del buf[:pos]
+        return out
