@@ -230,7 +230,8 @@ class Adapter(abc.ABC):
     features: ClassVar[frozenset[str]] = frozenset()
 
     @abc.abstractmethod
-    def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None) -> Connection: ...
+    def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:
+        """Open a connection. ``op_timeout`` bounds each later blocking operation (adapter default if None)."""
 
     def library_version(self) -> str:
         return "unknown"

@@ -20,7 +20,8 @@ from typing import Any, Callable, ClassVar, cast
 
 from conformance.api import AckMode, Adapter, Connection, Consumer, Delivery, QueueSpec, QueueStats, Session
 from conformance.catalogue import Requirement
-from conformance.errors import ChannelClosed, OperationTimeout, TargetCannot
+from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout, TargetCannot
+from conformance.faults import Fault
 from conformance.history import History, Recorded
 from conformance.profile import Profile
 from conformance.proxy import FaultProxy
@@ -53,6 +54,10 @@ class Case:
     # The pytest entry point: collected once per case class, parametrized by the plugin.
     def test(self, conformance_case: Callable[["Case"], None]) -> None:
         conformance_case(self)
+
+
+class ScenarioVoid(AdapterError):
+    """The scenario could not set up the situation the requirement is about (e.g. a fault missed)."""
 
 
 def delivery_obs(d: Delivery) -> Obs:
@@ -93,12 +98,12 @@ class CaseContext:
 
     # -- connections -------------------------------------------------------------------------
 
-    def connect(self, actor: str | None = None, *, via: FaultProxy | None = None) -> Connection:
+    def connect(self, actor: str | None = None, *, via: FaultProxy | None = None, op_timeout: float | None = None) -> Connection:
         """A new connection, straight to the broker or through a fault proxy (``via``)."""
         self._n += 1
         actor = actor or f"client{self._n}"
         url = via.url(self.url) if via is not None else self.url
-        conn = self.adapter.connect(url, name=f"conformance {self.requirement.id} {actor}")
+        conn = self.adapter.connect(url, name=f"conformance {self.requirement.id} {actor}", op_timeout=op_timeout)
         self._connections.append(conn)
         self.history.add(actor, "connect", f"{conn.server.product} {conn.server.version}" + (f" via proxy :{via.port}" if via else ""))
         return cast(Connection, Recorded(conn, self.history, actor))
@@ -116,6 +121,33 @@ class CaseContext:
         self.proxies.append(p)
         self.history.add("suite", "proxy", f"127.0.0.1:{p.port} -> {p.upstream[0]}:{p.upstream[1]}")
         return p
+
+    def expect_fired(self, fault: Fault, frame: str | None = None) -> str:
+        """The fault fired on the intended frame, or the scenario is void (an error, never a verdict).
+
+        A fault acting after its frame was forwarded may still be finishing when the client has
+        already seen the frame, hence the bounded wait on its condition."""
+        if not fault.wait(5.0) or fault.hit is None:
+            raise ScenarioVoid(f"fault did not fire: {fault.describe()}")
+        want = frame or fault.frame
+        if want != "*" and f" {want} on channel" not in fault.hit:
+            raise ScenarioVoid(f"fault hit {fault.hit}, not a {want} frame")
+        return fault.hit
+
+    def await_queue(self, queue: str, timeout: float = 30.0) -> QueueStats:
+        """After a broker restart: wait until ``queue`` answers again (a quorum queue elects a leader)."""
+        last: list[QueueStats] = []
+
+        def answers() -> bool:
+            try:
+                last[:] = [self.stats(queue)]
+                return True
+            except (ChannelClosed, ConnectionLost):
+                self._admin = None
+                return False
+
+        self.wait_for(answers, f"{queue} to answer after the restart", timeout)
+        return last[0]
 
     def wire_trace(self) -> str:
         parts = []
@@ -236,13 +268,13 @@ class CaseContext:
                 return out
             out.append(d)
 
-    def drain(self, queue: str, timeout: float = WAIT_S) -> list[Delivery]:
+    def drain(self, queue: str, timeout: float = WAIT_S, *, op_timeout: float | None = None) -> list[Delivery]:
         """Everything deliverable from ``queue`` now, in delivery order, proven complete by a sentinel.
 
         Call it after a barrier (e.g. :meth:`await_consumers`) so requeues have happened. The drained
         deliveries and the sentinel are acknowledged one by one, so a later drain starts clean.
         """
-        session = self.connect("drain").session()
+        session = self.connect("drain", op_timeout=op_timeout).session()
         consumer = session.consume(queue, ack_mode=AckMode.MANUAL, prefetch=1000)
         out = self.until_sentinel(consumer, queue, timeout)
         for d in [*out, self.last_sentinel]:

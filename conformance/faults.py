@@ -58,6 +58,8 @@ class Fault:
     channel: int | None = None
     connection: int | None = None
     delay_s: float = 0.0
+    #: Start counting only once this other fault has fired (a sequence of faults across reconnects).
+    following: "Fault | None" = field(default=None, repr=False)
     fired: threading.Event = field(default_factory=threading.Event, repr=False)
     #: Where it fired: "conn#1 client frame 14 tx.commit (1st tx.commit)", for histories and checks.
     hit: str | None = field(default=None, repr=False)
@@ -73,6 +75,8 @@ class Fault:
     def matches(self, conn_id: int, sender: Sender, name: str, channel: int) -> bool:
         """Count the frame if it is of the watched kind; True when this is the one to fire on."""
         if self.fired.is_set() or sender is not self.sender:
+            return False
+        if self.following is not None and not self.following.fired.is_set():
             return False
         if self.connection is not None and conn_id != self.connection:
             return False

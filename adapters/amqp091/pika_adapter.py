@@ -63,7 +63,7 @@ def _translate(fn: F, *, watch: bool) -> F:
         if conn.was_cut:
             raise ConnectionLost(conn.cut_reason)
         try:
-            with conn.watchdog(OP_TIMEOUT_S if watch else None):
+            with conn.watchdog(conn.op_timeout if watch else None):
                 return fn(self, *args, **kwargs)
         except px.ChannelClosedByBroker as exc:
             raise ChannelClosed(exc.reply_code, _text(exc.reply_text)) from exc
@@ -236,7 +236,8 @@ class PikaSession(Session):
 
 
 class PikaConnection(Connection):
-    def __init__(self, url: str, *, timeout: float, name: str | None) -> None:
+    def __init__(self, url: str, *, timeout: float, name: str | None, op_timeout: float = OP_TIMEOUT_S) -> None:
+        self.op_timeout = op_timeout
         params = pika.URLParameters(url)
         params.connection_attempts = 1
         params.socket_timeout = timeout
@@ -272,16 +273,27 @@ class PikaConnection(Connection):
             return
 
         def expire() -> None:
+            # Runs inside pika's poll loop: closing the fd would silently drop it from epoll and the
+            # loop would wait forever, so shut the socket down instead (RST on pika's own close):
+            # pika wakes up, sees the stream end and raises, which translate() maps to ConnectionLost.
             self.expired = True
-            self.cut()
             self.cut_reason = f"no answer from the broker within {seconds:.0f}s: connection cut by the suite"
+            sock = self._socket()
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
-        timer = self.pika.call_later(seconds, expire)
+        # The I/O loop's own timer: BlockingConnection.call_later would only run the callback inside
+        # process_data_events, never inside a blocking call's wait (basic_consume, tx_commit, ...).
+        ioloop = self.pika._impl.ioloop
+        timer = ioloop.call_later(seconds, expire)
         try:
             yield
         finally:
-            if not self.was_cut and self.pika.is_open:
-                self.pika.remove_timeout(timer)
+            ioloop.remove_timeout(timer)
 
     def close(self) -> None:
         if self.was_cut or not self.pika.is_open:
@@ -297,11 +309,14 @@ class PikaConnection(Connection):
         if self.was_cut:
             return
         self.was_cut = True
-        sock: socket.socket | None = getattr(getattr(self.pika._impl, "_transport", None), "_sock", None)
+        sock = self._socket()
         if sock is None:
             raise AdapterError("pika transport has no socket to cut")
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.close()
+
+    def _socket(self) -> socket.socket | None:
+        return getattr(getattr(self.pika._impl, "_transport", None), "_sock", None)
 
     @property
     def is_open(self) -> bool:
@@ -314,8 +329,8 @@ class PikaAdapter(Adapter):
     schemes = ("amqp", "amqps")
     features = frozenset({"nack", "recover", "multiple", "qos", "tx", "confirms"})
 
-    def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None) -> Connection:
-        return PikaConnection(url, timeout=timeout, name=name)
+    def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:
+        return PikaConnection(url, timeout=timeout, name=name, op_timeout=op_timeout or OP_TIMEOUT_S)
 
     def library_version(self) -> str:
         return f"pika {pika.__version__}"

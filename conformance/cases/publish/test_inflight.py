@@ -1,0 +1,119 @@
+"""In-flight publishes of a producer with publisher confirms, cut at chosen frames.
+
+The producer publishes m1..m6 one confirm at a time. The proxy resets the connection at the 4th
+message: before its basic.publish reaches the broker, after its header but before its body (a torn
+message), after its body (the broker has it, the confirm never arrives), or with the broker's
+basic.ack held back. The queue is drained once the broker has dropped the channel (what it kept),
+then the producer reconnects, resends every unconfirmed message with the same id, and the queue is
+drained again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from conformance.case import Case, CaseContext, Obs
+from conformance.errors import ConnectionLost
+from conformance.faults import Fault, Action, Moment, Sender
+from conformance.profile import Profile
+from conformance.verdict import Verdict, first_failure, fmt, holds
+
+MESSAGES, AT = 6, 4
+POSITIONS: dict[str, tuple[str, Sender, Moment]] = {
+    "publish-withheld": ("basic.publish", Sender.CLIENT, Moment.BEFORE),
+    "body-withheld": ("content-body", Sender.CLIENT, Moment.BEFORE),
+    "body-delivered": ("content-body", Sender.CLIENT, Moment.AFTER),
+    "confirm-withheld": ("basic.ack", Sender.SERVER, Moment.BEFORE),
+}
+
+
+def body_of(mid: str) -> bytes:
+    return f"payload of {mid} ".encode() * 8
+
+
+def publish_through_cut(ctx: CaseContext, variant: str) -> Obs:
+    frame, sender, moment = POSITIONS[variant]
+    q = ctx.queue()
+    proxy = ctx.proxy()
+    producer = ctx.session("producer", via=proxy)
+    tether = ctx.tether(producer)
+    producer.enable_confirms()
+    fault = proxy.arm(Fault(Action.CUT, frame, sender, AT, moment))
+    ids = [f"m{i}" for i in range(1, MESSAGES + 1)]
+    confirmed: list[str] = []
+    for mid in ids:
+        try:
+            producer.publish(q, body_of(mid), message_id=mid, persistent=True)
+        except ConnectionLost:
+            break
+        confirmed.append(mid)
+    hit = ctx.expect_fired(fault)
+    ctx.await_consumers(tether, 0)
+    kept = [(d.message_id, d.body) for d in ctx.drain(q)]
+    unconfirmed = [m for m in ids if m not in confirmed]
+    again = ctx.session("producer-reconnected")
+    again.enable_confirms()
+    for mid in unconfirmed:
+        again.publish(q, body_of(mid), message_id=mid, persistent=True)
+    later = [(d.message_id, d.body) for d in ctx.drain(q)]
+
+    def obs(pairs: list[tuple[str | None, bytes]]) -> list[dict[str, Any]]:
+        return [{"id": m, "intact": b == body_of(m or "")} for m, b in pairs]
+
+    return {"variant": variant, "ids": ids, "confirmed": confirmed, "unconfirmed": unconfirmed, "hit": hit,
+            "kept": obs(kept), "after_resend": obs(later)}
+
+
+class TestInflightAtLeastOnce(Case):
+    requirement = "PUB-INFLIGHT-AT-LEAST-ONCE"
+    variants = tuple(POSITIONS)
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        return publish_through_cut(ctx, ctx.variant or "")
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        kept = [d["id"] for d in obs["kept"]]
+        every = kept + [d["id"] for d in obs["after_resend"]]
+        counts = Counter(every)
+        lost_confirmed = [m for m in obs["confirmed"] if m not in kept]
+        missing = [m for m in obs["ids"] if counts[m] == 0]
+        bad_dupes = sorted(m for m, n in counts.items() if n > 1 and m not in obs["unconfirmed"])
+        torn = sorted({d["id"] for d in obs["kept"] + obs["after_resend"] if not d["intact"]})
+        return first_failure(
+            holds(
+                not lost_confirmed,
+                expected=f"every confirmed message {fmt(obs['confirmed'])} is in the queue after the cut",
+                observed=f"confirmed but missing after the cut: {fmt(lost_confirmed)}" if lost_confirmed else f"kept {fmt(kept)}",
+                key="confirmed-lost" if lost_confirmed else None,
+            ),
+            holds(not missing, expected="after resending the unconfirmed, every message is there", observed=f"missing {fmt(missing)}" if missing else "none missing", key="lost" if missing else None),
+            holds(
+                not bad_dupes,
+                expected=f"only unconfirmed messages {fmt(obs['unconfirmed'])} may appear twice",
+                observed=f"duplicated confirmed messages {fmt(bad_dupes)}" if bad_dupes else "no confirmed message duplicated",
+                key="confirmed-duplicated" if bad_dupes else None,
+            ),
+            holds(not torn, expected="every message body arrives intact", observed=f"corrupt bodies: {fmt(torn)}" if torn else "all bodies intact"),
+        )
+
+
+class TestTornMessageDiscarded(Case):
+    requirement = "PUB-TORN-MESSAGE-DISCARDED"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        return publish_through_cut(ctx, "body-withheld")
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        torn_id = obs["ids"][AT - 1]
+        kept = [d["id"] for d in obs["kept"]]
+        corrupt = [d["id"] for d in obs["kept"] if not d["intact"]]
+        return first_failure(
+            holds(
+                torn_id not in kept,
+                expected=f"{torn_id} (method and header sent, body never) is not enqueued",
+                observed=f"{torn_id} was enqueued" + (" with a corrupt body" if torn_id in corrupt else "") if torn_id in kept else f"not enqueued; queue held {fmt(kept)}",
+                key="torn-enqueued" if torn_id in kept else None,
+            ),
+            holds(not corrupt, expected="no enqueued message has a partial body", observed=f"partial bodies: {fmt(corrupt)}" if corrupt else "all bodies intact"),
+        )

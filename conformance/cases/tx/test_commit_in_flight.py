@@ -1,0 +1,92 @@
+"""A commit in flight when the connection breaks: indeterminate to the client, atomic at the broker.
+
+Each variant resets the connection at one protocol position around tx.commit, many rounds over, and
+drains the queue after each: a partial transaction in any round is a failure. The proxy's trace
+proves every cut hit the intended frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.case import Case, CaseContext, Obs
+from conformance.errors import ConnectionLost
+from conformance.faults import Fault, Action, Moment, Sender
+from conformance.profile import Profile
+from conformance.verdict import Verdict, fmt, holds
+
+from conformance.cases.tx.test_tx_publish import tx_publish
+
+MESSAGES = 3
+#: variant -> (frame, sender, nth, moment, what the broker must end with: "all", "none" or "either")
+POSITIONS: dict[str, tuple[str, Sender, int, Moment, str]] = {
+    # the last publish's body reached the broker; tx.commit never left the proxy
+    "body-delivered": ("content-body", Sender.CLIENT, MESSAGES, Moment.AFTER, "none"),
+    # tx.commit held back at the proxy
+    "commit-withheld": ("tx.commit", Sender.CLIENT, 1, Moment.BEFORE, "none"),
+    # tx.commit acknowledged by the broker's TCP stack, then RST before any reply is relayed
+    "commit-delivered": ("tx.commit", Sender.CLIENT, 1, Moment.AFTER, "either"),
+    # the broker answered commit-ok; the client never sees it
+    "commit-ok-withheld": ("tx.commit-ok", Sender.SERVER, 1, Moment.BEFORE, "all"),
+}
+
+
+class TestCommitInFlight(Case):
+    requirement = "TX-COMMIT-IN-FLIGHT-ATOMIC"
+    variants = tuple(POSITIONS)
+    rounds = 8
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        frame, sender, nth, moment, _ = POSITIONS[ctx.variant or ""]
+        q = ctx.queue()
+        proxy = ctx.proxy()
+        tether: str | None = None
+        results: list[dict[str, Any]] = []
+        for r in range(1, self.rounds + 1):
+            producer = ctx.session(f"producer{r}", via=proxy)
+            if tether is None:
+                tether = ctx.tether(producer)
+            else:
+                producer.consume(tether)
+            producer.select_tx()
+            fault = proxy.arm(Fault(Action.CUT, frame, sender, nth, moment, connection=proxy.connections))
+            ids = tx_publish(producer, q, f"r{r}-m", MESSAGES)
+            try:
+                producer.commit()
+                told = "commit-ok"
+            except ConnectionLost:
+                told = "connection lost"
+            hit = ctx.expect_fired(fault)
+            ctx.await_consumers(tether, 0)
+            got = [d.message_id for d in ctx.drain(q)]
+            results.append({"round": r, "ids": ids, "told": told, "hit": hit, "got": got})
+        return {"variant": ctx.variant, "rounds": results}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        must = POSITIONS[obs["variant"]][4]
+        problems: list[str] = []
+        outcomes: dict[str, int] = {"all": 0, "none": 0}
+        for r in obs["rounds"]:
+            ids, got = r["ids"], r["got"]
+            kept = [m for m in ids if m in got]
+            foreign = [m for m in got if m not in ids]
+            dupes = sorted({m for m in got if got.count(m) > 1})
+            outcome = "all" if len(kept) == len(ids) else "none" if not kept else "partial"
+            where = f"round {r['round']} (cut at {r['hit']})"
+            if outcome == "partial":
+                problems.append(f"{where}: partial transaction, {fmt(kept)} of {fmt(ids)}")
+            elif must != "either" and outcome != must:
+                problems.append(f"{where}: {outcome} of the transaction kept, the position implies {must}")
+            if r["told"] == "commit-ok" and outcome != "all":
+                problems.append(f"{where}: client saw commit-ok but the queue holds {fmt(kept)}")
+            if dupes or foreign:
+                problems.append(f"{where}: duplicated {fmt(dupes)} foreign {fmt(foreign)}")
+            if outcome in outcomes:
+                outcomes[outcome] += 1
+        n = len(obs["rounds"])
+        return holds(
+            not problems and n > 0,
+            expected=f"in each of {n} rounds the queue holds all or none of the transaction ({must if must != 'either' else 'all or none'} at {obs['variant']})",
+            observed="; ".join(problems[:5]) if problems else f"all in {outcomes['all']} rounds, none in {outcomes['none']}",
+            key="partial-transaction" if any("partial" in p for p in problems) else None,
+        )

@@ -1,0 +1,112 @@
+"""AMQP 0-9-1 class tx, acknowledgements: dropped with an uncommitted transaction, final once
+committed, and neither applied nor redelivered by tx.rollback."""
+
+from __future__ import annotations
+
+from conformance.case import Case, CaseContext, Obs, delivery_obs
+from conformance.checkers import all_redelivered, ids_of, returned_exactly
+from conformance.errors import ConnectionLost
+from conformance.faults import Sender, cut
+from conformance.profile import Profile
+from conformance.verdict import Verdict, first_failure, fmt, holds
+
+
+class TestUncommittedAcksDropped(Case):
+    requirement = "TX-ACK-DROPPED-ON-LOSS"
+    #: commit-withheld: acks sent, tx.commit held back at the proxy and the connection reset;
+    #: no-commit: acks sent, the client's socket reset before it ever commits.
+    variants = ("commit-withheld", "no-commit")
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, 3)
+        proxy = ctx.proxy() if ctx.variant == "commit-withheld" else None
+        conn = ctx.connect("consumer", via=proxy)
+        session = conn.session()
+        session.select_tx()
+        held = session.consume(q, prefetch=10).take(3, timeout=10)
+        for d in held[:2]:
+            session.ack(d.tag)
+        session.sync()  # the broker has the two acks, inside the transaction
+        if proxy is not None:
+            fault = proxy.arm(cut("tx.commit"))
+            try:
+                session.commit()
+            except ConnectionLost:
+                pass
+            ctx.expect_fired(fault)
+        else:
+            conn.cut()
+        ctx.await_consumers(q, 0)
+        returned = [delivery_obs(d) for d in ctx.drain(q)]
+        return {"published": published, "acked_in_tx": [d.message_id for d in held[:2]], "returned": returned}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        return first_failure(
+            returned_exactly(obs["returned"], obs["published"], what=f"after losing the connection with acks of {fmt(obs['acked_in_tx'])} uncommitted"),
+            all_redelivered(obs["returned"]),
+        )
+
+
+class TestCommittedAcksFinal(Case):
+    requirement = "TX-ACK-COMMITTED-FINAL"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, 3)
+        proxy = ctx.proxy()
+        session = ctx.session("consumer", via=proxy)
+        session.select_tx()
+        held = session.consume(q, prefetch=10).take(3, timeout=10)
+        for d in held[:2]:
+            session.ack(d.tag)
+        fault = proxy.arm(cut("tx.commit-ok", sender=Sender.SERVER, after=True))
+        session.commit()
+        ctx.expect_fired(fault)
+        ctx.await_consumers(q, 0)
+        returned = [delivery_obs(d) for d in ctx.drain(q)]
+        return {"published": published, "acked": [d.message_id for d in held[:2]], "unacked": [held[2].message_id], "returned": returned}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        return first_failure(
+            returned_exactly(obs["returned"], obs["unacked"], what="after commit-ok of two acks and a connection reset"),
+            all_redelivered(obs["returned"]),
+        )
+
+
+class TestRollbackDoesNotRedeliver(Case):
+    requirement = "TX-ROLLBACK-NO-REDELIVERY"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, 3)
+        session = ctx.session("consumer")
+        session.select_tx()
+        consumer = session.consume(q, prefetch=10)
+        held = consumer.take(3, timeout=10)
+        for d in held:
+            session.ack(d.tag)
+        session.rollback()
+        # Anything rollback sent again would arrive ahead of this sentinel.
+        after_rollback = [delivery_obs(d) for d in ctx.until_sentinel(consumer, q)]
+        assert ctx.last_sentinel is not None
+        session.ack(ctx.last_sentinel.tag)
+        session.commit()
+        consumer.cancel()
+        session.close()  # the rolled-back acks are void: closing must return all three
+        ctx.await_consumers(q, 0)
+        returned = [delivery_obs(d) for d in ctx.drain(q)]
+        return {"published": published, "after_rollback": after_rollback, "returned": returned}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        early = ids_of(obs["after_rollback"])
+        return first_failure(
+            holds(
+                not early,
+                expected="tx.rollback redelivers nothing by itself",
+                observed=f"redelivered right after rollback: {fmt(early)}" if early else "nothing redelivered after rollback",
+                key="redelivered-at-rollback" if early else None,
+            ),
+            returned_exactly(obs["returned"], obs["published"], what="after rollback of their acks and a channel close"),
+            all_redelivered(obs["returned"]),
+        )

@@ -1,0 +1,44 @@
+"""A committed transaction survives kill -9 of the broker (a broker-level fault, run alone)."""
+
+from __future__ import annotations
+
+from conformance.case import Case, CaseContext, Obs, delivery_obs
+from conformance.checkers import ids_of
+from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
+from conformance.profile import Profile
+from conformance.verdict import Verdict, fmt, holds, same
+
+#: How long the restarted broker has to serve the queue again (boot already finished).
+RECOVERY_S = 15.0
+
+from conformance.cases.tx.test_tx_publish import tx_publish
+
+
+class TestCommittedSurvivesKill(Case):
+    requirement = "TX-COMMIT-DURABLE"
+    disrupts_broker = True
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        producer = ctx.session("producer")
+        producer.select_tx()
+        ids = tx_publish(producer, q, "durable-")
+        producer.commit()
+        ctx.restart_broker(kill=True)
+        ctx.await_queue(q)
+        try:
+            drained = [delivery_obs(d) for d in ctx.drain(q, op_timeout=RECOVERY_S)]
+            unavailable = None
+        except (ConnectionLost, ChannelClosed, OperationTimeout) as exc:
+            drained, unavailable = [], f"{type(exc).__name__}: {exc}"
+        return {"tx_ids": ids, "drained": drained, "unavailable": unavailable}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        if obs["unavailable"]:
+            return holds(
+                False,
+                expected=f"{fmt(obs['tx_ids'])} delivered after the restart",
+                observed=f"the queue could not be consumed within {RECOVERY_S:.0f}s of the restart ({obs['unavailable']})",
+                key="queue-unavailable-after-kill",
+            )
+        return same(obs["tx_ids"], ids_of(obs["drained"]), what="persistent committed messages after kill -9 and restart")
