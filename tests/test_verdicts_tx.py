@@ -1,0 +1,175 @@
+"""Verdicts of the transaction and in-flight publish areas on synthetic observations.
+
+Same contract as tests/test_verdicts.py (whose completeness test also counts the examples here):
+a compliant observation passes, each distinct violation fails with expected and observed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conformance.verdict import Outcome, apply_profile
+from tests.test_verdicts import BASELINE, CASES, OPEN, RABBIT, Example, again, channel_406, connection_closed, first, msgs, soft, with_
+
+T = ["t1", "t2", "t3"]
+
+
+def ids(*mids: str, intact: bool = True) -> list[dict[str, Any]]:
+    return [{"id": m, "intact": intact} for m in mids]
+
+
+def rnd(n: int, told: str, got: list[str], hit: str = "conn#1 client frame #17 tx.commit on channel 1") -> dict[str, Any]:
+    return {"round": n, "ids": [f"r{n}-m1", f"r{n}-m2", f"r{n}-m3"], "told": told, "hit": hit, "got": got}
+
+
+def all_of(n: int) -> list[str]:
+    return [f"r{n}-m1", f"r{n}-m2", f"r{n}-m3"]
+
+
+def in_flight(variant: str, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"variant": variant, "rounds": rounds}
+
+
+PRODUCED = [f"b{b}-m{i}" for b in (1, 2, 3) for i in (1, 2, 3)]
+FAILOVER = {
+    "produced": PRODUCED,
+    "producer_rolled_back": ["b2-m1", "b2-m2", "b2-m3"],
+    # b2 was committed by the broker although the producer was told it rolled back: resent, twice in the stream.
+    "processed": [{"id": m, "redelivered": False} for m in PRODUCED[:6] + ["b2-m1", "b2-m2", "b2-m3"] + PRODUCED[6:]],
+    "consumer_rolled_back": ["b1-m1"],
+    "finished": True,
+    "leftover": [],
+    "faults": ["..."],
+    "reconnects": {"producer": 2, "consumer": 2},
+}
+INFLIGHT = {
+    "variant": "confirm-withheld",
+    "ids": msgs(6),
+    "confirmed": ["m1", "m2", "m3"],
+    "unconfirmed": ["m4", "m5", "m6"],
+    "hit": "conn#1 server frame #12 basic.ack on channel 1",
+    "kept": ids("m1", "m2", "m3", "m4"),
+    "after_resend": ids("m4", "m5", "m6"),
+}
+TORN = {**INFLIGHT, "variant": "body-withheld", "kept": ids("m1", "m2", "m3"), "after_resend": ids("m4", "m5", "m6")}
+
+GOOD_OBS: dict[str, list[dict[str, Any]]] = {
+    "TestUncommittedInvisible": [{"tx_ids": T, "before_commit": [], "after_commit": first(*T)}],
+    "TestUncommittedDiscarded": [
+        {"variant": "cut", "tx_ids": T, "committed_later": [], "drained": []},
+        {"variant": "fin", "tx_ids": T, "committed_later": [], "drained": []},
+        {"variant": "rollback", "tx_ids": T, "committed_later": ["after-rollback-1"], "drained": first("after-rollback-1")},
+    ],
+    "TestCommittedVisible": [{"tx_ids": T, "drained": first(*T)}],
+    "TestCommitInFlight": [
+        in_flight("commit-withheld", [rnd(1, "connection lost", []), rnd(2, "connection lost", [])]),
+        in_flight("commit-delivered", [rnd(1, "connection lost", all_of(1)), rnd(2, "connection lost", [])]),
+        in_flight("commit-ok-withheld", [rnd(1, "connection lost", all_of(1)), rnd(2, "connection lost", all_of(2))]),
+        in_flight("body-delivered", [rnd(1, "connection lost", [])]),
+    ],
+    "TestUncommittedAcksDropped": [{"published": msgs(3), "acked_in_tx": ["m1", "m2"], "returned": again(*msgs(3))}],
+    "TestCommittedAcksFinal": [{"published": msgs(3), "acked": ["m1", "m2"], "unacked": ["m3"], "returned": again("m3")}],
+    "TestRollbackDoesNotRedeliver": [{"published": msgs(3), "after_rollback": [], "returned": again(*msgs(3))}],
+    "TestCommitRequiresSelect": [
+        {"variant": "commit", "answer": channel_406("PRECONDITION_FAILED - channel is not transactional")},
+        {"variant": "rollback", "answer": channel_406("PRECONDITION_FAILED - channel is not transactional")},
+    ],
+    "TestCommittedSurvivesKill": [{"tx_ids": T, "drained": first(*T), "unavailable": None}],
+    "TestFailoverNoLoss": [FAILOVER],
+    "TestInflightAtLeastOnce": [INFLIGHT, with_(INFLIGHT, variant="publish-withheld", kept=ids("m1", "m2", "m3"))],
+    "TestTornMessageDiscarded": [TORN],
+}
+
+TX_GOOD: list[Example] = [
+    Example(case, f"{profile.id}-{qt}-{i}", obs, queue_type=qt, profile=profile)
+    for case, observations in GOOD_OBS.items()
+    for i, obs in enumerate(observations)
+    for profile in (RABBIT, BASELINE)
+    for qt in profile.queue_types
+] + [
+    # The profile documents tx/confirm exclusivity; the spec-only profile cannot judge it.
+    Example("TestConfirmsExclusive", f"rabbitmq-{v}", {"variant": v, "answer": channel_406(f"PRECONDITION_FAILED - cannot switch from {v.split('-')[0]} to tx mode")}, queue_type=None)
+    for v in ("confirm-then-tx", "tx-then-confirm")
+]
+
+G = {k: v[0] for k, v in GOOD_OBS.items()}
+
+TX_VIOLATIONS: list[Example] = [
+    Example("TestUncommittedInvisible", "t1-delivered-before-commit", with_(G["TestUncommittedInvisible"], before_commit=first("t1"))),
+    Example("TestUncommittedInvisible", "t3-missing-after-commit", with_(G["TestUncommittedInvisible"], after_commit=first("t1", "t2"))),
+    Example("TestUncommittedInvisible", "reordered-after-commit", with_(G["TestUncommittedInvisible"], after_commit=first("t2", "t1", "t3"))),
+    Example("TestUncommittedDiscarded", "cut-delivers-all", {"variant": "cut", "tx_ids": T, "committed_later": [], "drained": first(*T)}),
+    Example("TestUncommittedDiscarded", "fin-delivers-part", {"variant": "fin", "tx_ids": T, "committed_later": [], "drained": first("t2")}),
+    Example("TestUncommittedDiscarded", "rollback-keeps-t1", with_(GOOD_OBS["TestUncommittedDiscarded"][2], drained=first("t1", "after-rollback-1"))),
+    Example("TestUncommittedDiscarded", "rollback-loses-later-commit", with_(GOOD_OBS["TestUncommittedDiscarded"][2], drained=[])),
+    Example("TestCommittedVisible", "all-lost-after-commit-ok", with_(G["TestCommittedVisible"], drained=[])),
+    Example("TestCommittedVisible", "t2-lost-after-commit-ok", with_(G["TestCommittedVisible"], drained=first("t1", "t3"))),
+    Example("TestCommittedVisible", "t1-twice", with_(G["TestCommittedVisible"], drained=first("t1", "t1", "t2", "t3"))),
+    Example("TestCommitInFlight", "partial-round", in_flight("commit-delivered", [rnd(1, "connection lost", all_of(1)), rnd(2, "connection lost", ["r2-m1"])])),
+    Example("TestCommitInFlight", "commit-ok-withheld-but-none", in_flight("commit-ok-withheld", [rnd(1, "connection lost", [])])),
+    Example("TestCommitInFlight", "commit-withheld-but-all", in_flight("commit-withheld", [rnd(1, "connection lost", all_of(1))])),
+    Example("TestCommitInFlight", "body-delivered-but-all", in_flight("body-delivered", [rnd(1, "connection lost", all_of(1))])),
+    Example("TestCommitInFlight", "told-ok-but-none", in_flight("commit-delivered", [rnd(1, "commit-ok", [])])),
+    Example("TestCommitInFlight", "duplicate-in-round", in_flight("commit-delivered", [rnd(1, "connection lost", [*all_of(1), "r1-m2"])])),
+    Example("TestCommitInFlight", "foreign-message", in_flight("commit-withheld", [rnd(1, "connection lost", ["r0-m1"])])),
+    Example("TestCommitInFlight", "no-rounds", in_flight("commit-delivered", [])),
+    Example("TestUncommittedAcksDropped", "uncommitted-acks-applied", with_(G["TestUncommittedAcksDropped"], returned=again("m3"))),
+    Example("TestUncommittedAcksDropped", "returned-unflagged", with_(G["TestUncommittedAcksDropped"], returned=first(*msgs(3)))),
+    Example("TestUncommittedAcksDropped", "m1-lost", with_(G["TestUncommittedAcksDropped"], returned=again("m2", "m3"))),
+    Example("TestCommittedAcksFinal", "committed-acks-undone", with_(G["TestCommittedAcksFinal"], returned=again(*msgs(3)))),
+    Example("TestCommittedAcksFinal", "unacked-lost", with_(G["TestCommittedAcksFinal"], returned=[])),
+    Example("TestCommittedAcksFinal", "returned-unflagged", with_(G["TestCommittedAcksFinal"], returned=first("m3"))),
+    Example("TestRollbackDoesNotRedeliver", "rollback-redelivers", with_(G["TestRollbackDoesNotRedeliver"], after_rollback=again(*msgs(3)))),
+    Example("TestRollbackDoesNotRedeliver", "rolled-back-acks-applied", with_(G["TestRollbackDoesNotRedeliver"], returned=[])),
+    Example("TestRollbackDoesNotRedeliver", "returned-unflagged", with_(G["TestRollbackDoesNotRedeliver"], returned=first(*msgs(3)))),
+    Example("TestCommitRequiresSelect", "commit-accepted", with_(G["TestCommitRequiresSelect"], answer=OPEN)),
+    Example("TestCommitRequiresSelect", "connection-closed-instead", with_(G["TestCommitRequiresSelect"], answer=connection_closed(503, "COMMAND_INVALID"))),
+    Example("TestCommitRequiresSelect", "channel-503", with_(G["TestCommitRequiresSelect"], answer=soft(503, "COMMAND_INVALID"))),
+    Example("TestConfirmsExclusive", "tx-on-confirm-channel-accepted", {"variant": "confirm-then-tx", "answer": OPEN}, queue_type=None),
+    Example("TestConfirmsExclusive", "confirm-on-tx-channel-accepted", {"variant": "tx-then-confirm", "answer": OPEN}, queue_type=None),
+    Example("TestCommittedSurvivesKill", "lost-on-kill", with_(G["TestCommittedSurvivesKill"], drained=[])),
+    Example("TestCommittedSurvivesKill", "t3-lost-on-kill", with_(G["TestCommittedSurvivesKill"], drained=first("t1", "t2"))),
+    Example("TestCommittedSurvivesKill", "queue-unavailable", with_(G["TestCommittedSurvivesKill"], drained=[], unavailable="ConnectionLost: no answer")),
+    Example("TestFailoverNoLoss", "b3-m2-lost", with_(FAILOVER, processed=[p for p in FAILOVER["processed"] if p["id"] != "b3-m2"])),
+    Example("TestFailoverNoLoss", "unexplained-duplicate", with_(FAILOVER, processed=[*FAILOVER["processed"], {"id": "b3-m1", "redelivered": True}])),
+    Example("TestFailoverNoLoss", "never-finished", with_(FAILOVER, finished=False)),
+    Example("TestFailoverNoLoss", "foreign-id", with_(FAILOVER, leftover=["x-1"])),
+    Example("TestInflightAtLeastOnce", "confirmed-m2-lost", with_(INFLIGHT, kept=ids("m1", "m3", "m4"), after_resend=ids("m4", "m5", "m6"))),
+    Example("TestInflightAtLeastOnce", "m5-missing-after-resend", with_(INFLIGHT, after_resend=ids("m4", "m6"))),
+    Example("TestInflightAtLeastOnce", "confirmed-m1-duplicated", with_(INFLIGHT, after_resend=ids("m1", "m4", "m5", "m6"))),
+    Example("TestInflightAtLeastOnce", "corrupt-body", with_(INFLIGHT, kept=[*ids("m1", "m2", "m3"), *ids("m4", intact=False)])),
+    Example("TestTornMessageDiscarded", "torn-m4-enqueued", with_(TORN, kept=ids("m1", "m2", "m3", "m4"))),
+    Example("TestTornMessageDiscarded", "torn-m4-enqueued-partial", with_(TORN, kept=[*ids("m1", "m2", "m3"), *ids("m4", intact=False)])),
+    Example("TestTornMessageDiscarded", "m2-corrupt", with_(TORN, kept=[*ids("m1"), *ids("m2", intact=False), *ids("m3")])),
+]
+
+
+@pytest.mark.parametrize("ex", [e.param() for e in TX_GOOD])
+def test_compliant_observation_passes(ex: Example) -> None:
+    v = ex.judge()
+    assert v.outcome is Outcome.PASS, v.render(CASES[ex.case].requirement, "?")
+
+
+@pytest.mark.parametrize("ex", [e.param() for e in TX_VIOLATIONS])
+def test_violation_fails(ex: Example) -> None:
+    v = ex.judge()
+    assert v.outcome is Outcome.FAIL, v.render(CASES[ex.case].requirement, "?")
+    assert v.expected.strip() and v.observed.strip() and v.expected != v.observed
+
+
+def test_confirms_exclusivity_is_undocumented_without_profile_entry() -> None:
+    v = CASES["TestConfirmsExclusive"]().verdict({"variant": "confirm-then-tx", "answer": OPEN}, BASELINE, None)
+    assert v.outcome is Outcome.UNDOCUMENTED
+
+
+def test_quorum_unavailable_after_kill_is_the_documented_deviation_only_on_quorum() -> None:
+    case = CASES["TestCommittedSurvivesKill"]()
+    obs = with_(G["TestCommittedSurvivesKill"], drained=[], unavailable="ConnectionLost: no answer")
+    quorum = apply_profile(case.verdict(obs, RABBIT, "quorum"), case.requirement, "quorum", RABBIT)
+    assert quorum.outcome is Outcome.DEVIATION and "10070" in quorum.citation
+    classic = apply_profile(case.verdict(obs, RABBIT, "classic"), case.requirement, "classic", RABBIT)
+    assert classic.outcome is Outcome.FAIL
+    lost = apply_profile(case.verdict(with_(obs, unavailable=None), RABBIT, "quorum"), case.requirement, "quorum", RABBIT)
+    assert lost.outcome is Outcome.FAIL, "messages lost outright are not the documented unavailability"
