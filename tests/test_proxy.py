@@ -1,0 +1,209 @@
+"""The fault proxy against a real broker: frame-exact faults, traces, and bad input.
+
+Cut-at-frame faults must hit the intended frame every time (the trace shows the fault note right
+after that frame and nothing of the connection after it is forwarded); garbage, truncated frames and
+vanishing peers close only their own connection and are reported.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+import uuid
+
+import pytest
+
+from adapters.amqp091.pika_adapter import PikaAdapter
+from adapters.rabbitmq.launcher import RabbitMQLocalNode
+from conformance.api import QueueSpec
+from conformance.errors import ConnectionLost
+from conformance.faults import Action, Fault, Moment, Sender, cut
+from conformance.proxy import FaultProxy
+from conformance.wire import MalformedFrame
+from conformance.wire.amqp091 import Amqp091Codec
+from conformance.wire.amqp10 import Amqp10Codec
+
+
+@pytest.fixture
+def proxy(rabbit: RabbitMQLocalNode):  # type: ignore[no-untyped-def]
+    with FaultProxy.for_url(rabbit.url) as p:
+        yield p
+
+
+def queue(session) -> str:  # type: ignore[no-untyped-def]
+    name = f"proxy-test-{uuid.uuid4().hex[:8]}"
+    session.declare_queue(QueueSpec(name=name, durable=False, auto_delete=True))
+    return name
+
+
+def frames_then_fault(p: FaultProxy) -> tuple[list[str], list[str]]:
+    entries = p.trace.entries()
+    i = next(i for i, e in enumerate(entries) if e.note.startswith("FAULT"))
+    return [e.name for e in entries[:i] if not e.note], [e.name for e in entries[i + 1 :] if not e.note]
+
+
+@pytest.mark.parametrize("nth", [1, 2, 5])
+def test_cut_before_the_nth_commit_hits_that_frame(rabbit: RabbitMQLocalNode, proxy: FaultProxy, nth: int) -> None:
+    session = PikaAdapter().connect(proxy.url(rabbit.url)).session()
+    q = queue(session)
+    session.select_tx()
+    fault = proxy.arm(cut("tx.commit", nth=nth))
+    with pytest.raises(ConnectionLost):
+        for i in range(nth):
+            session.publish(q, b"x", message_id=f"m{i}")
+            session.commit()
+    assert fault.wait(5) and fault.hit is not None and " tx.commit on channel 1" in fault.hit
+    before, _ = frames_then_fault(proxy)
+    assert before[-1] == "tx.commit" and before.count("tx.commit") == nth
+    assert before.count("tx.commit-ok") == nth - 1, "the held-back commit was never answered"
+    assert any("not forwarded" in n or "FAULT cut" in n for n in proxy.trace.notes())
+
+
+def test_cut_after_forwarding_relays_nothing_more(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+    """'After' means the broker's TCP stack has the frame and the client sees no reply to it."""
+    session = PikaAdapter().connect(proxy.url(rabbit.url)).session()
+    q = queue(session)
+    session.select_tx()
+    session.publish(q, b"x", message_id="m1")
+    fault = proxy.arm(cut("tx.commit", after=True))
+    with pytest.raises(ConnectionLost):
+        session.commit()
+    assert fault.wait(5)
+    check = PikaAdapter().connect(rabbit.url).session()
+    assert check.queue_stats(q).ready in (0, 1)
+    _, after = frames_then_fault(proxy)
+    # commit-ok may have been read from the broker, but it is never relayed to the client
+    assert all(name == "tx.commit-ok" for name in after)
+
+
+def test_server_frame_fault_and_nth_delivery(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+    direct = PikaAdapter().connect(rabbit.url).session()
+    q = queue(direct)
+    direct.enable_confirms()
+    for i in range(5):
+        direct.publish(q, b"x", message_id=f"m{i}")
+    session = PikaAdapter().connect(proxy.url(rabbit.url)).session()
+    fault = proxy.arm(Fault(Action.CUT, "basic.deliver", Sender.SERVER, nth=3))
+    got: list[str | None] = []
+    with pytest.raises(ConnectionLost):
+        consumer = session.consume(q, prefetch=10)
+        while True:
+            got.append(consumer.next(5).message_id)
+    assert fault.wait(5) and fault.hit is not None and "frame" in fault.hit
+    before, _ = frames_then_fault(proxy)
+    assert before.count("basic.deliver") == 3 and before[-1] == "basic.deliver"
+    # pika may drop deliveries it had buffered when the reset arrived, never invent later ones
+    assert got == ["m0", "m1"][: len(got)]
+
+
+def test_stall_is_ended_by_the_adapter_watchdog(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+    session = PikaAdapter().connect(proxy.url(rabbit.url), op_timeout=1.0).session()
+    proxy.arm(Fault(Action.STALL, "basic.consume-ok", Sender.SERVER))
+    q = queue(session)
+    start = time.monotonic()
+    with pytest.raises(ConnectionLost, match="no answer from the broker within 1s"):
+        session.consume(q)
+    assert time.monotonic() - start < 10
+
+
+def test_drop_and_delay(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+    session = PikaAdapter().connect(proxy.url(rabbit.url), op_timeout=1.0).session()
+    delay = proxy.arm(Fault(Action.DELAY, "queue.declare-ok", Sender.SERVER, delay_s=0.2))
+    start = time.monotonic()
+    queue(session)
+    assert time.monotonic() - start >= 0.2 and delay.fired.is_set()
+    proxy.arm(Fault(Action.DROP, "channel.open-ok", Sender.SERVER, moment=Moment.BEFORE))
+    with pytest.raises(ConnectionLost):
+        session_conn = PikaAdapter().connect(proxy.url(rabbit.url), op_timeout=1.0)
+        session_conn.session()
+
+
+def test_trace_decodes_and_redacts(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+    session = PikaAdapter().connect(proxy.url(rabbit.url)).session()
+    queue(session)
+    text = proxy.trace.render()
+    assert "connection.start-ok" in text and "response=***" in text
+    assert rabbit.password not in text
+    assert "queue.declare-ok" in text and "C->S" in text and "S->C" in text
+
+
+def raw_client(p: FaultProxy) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", p.port), timeout=5)
+
+
+def closed(s: socket.socket) -> bool:
+    try:
+        return s.recv(4096) == b""
+    except ConnectionResetError:
+        return True
+
+
+def wait_errors(p: FaultProxy, n: int) -> None:
+    end = time.monotonic() + 5
+    while len(p.errors) < n and time.monotonic() < end:
+        time.sleep(0.01)  # allowed: polling the proxy's error list with a deadline
+
+
+def test_garbage_closes_only_that_connection(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+    good = PikaAdapter().connect(proxy.url(rabbit.url)).session()
+    s = raw_client(proxy)
+    s.sendall(b"GET / HTTP/1.1\r\n\r\n")
+    assert closed(s)
+    wait_errors(proxy, 1)
+    assert "not an AMQP protocol header" in proxy.errors[0]
+    queue(good)  # the other connection still works
+
+
+def test_bad_frame_after_handshake_is_reported(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+    s = raw_client(proxy)
+    s.sendall(b"AMQP\x00\x00\x09\x01")
+    s.recv(4096)  # connection.start
+    s.sendall(struct.pack(">BHI", 1, 0, 4) + b"\x00\x0a\x00\x0b" + b"\x00")  # bad frame-end byte
+    assert closed(s)
+    wait_errors(proxy, 1)
+    assert "frame end" in proxy.errors[0]
+
+
+def test_truncated_frame_and_vanishing_peer(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+    s = raw_client(proxy)
+    s.sendall(b"AMQP\x00\x00\x09\x01")
+    s.recv(4096)
+    s.sendall(struct.pack(">BHI", 1, 0, 100) + b"\x00\x0a")  # 6 of 108 bytes, then gone
+    s.close()
+    wait_errors(proxy, 1)
+    assert "truncated" in proxy.errors[0]
+    s2 = raw_client(proxy)
+    s2.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s2.sendall(b"AMQP\x00\x00\x09\x01")
+    s2.close()  # RST
+    assert PikaAdapter().connect(proxy.url(rabbit.url)).session() is not None
+
+
+def test_unreachable_broker_is_reported() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with FaultProxy(("127.0.0.1", port)) as p:
+        s = raw_client(p)
+        assert closed(s)
+        wait_errors(p, 1)
+        assert "unreachable" in p.errors[0]
+
+
+def test_codecs_split_frames_across_reads() -> None:
+    from pamqp import commands, frame
+
+    raw = b"AMQP\x00\x00\x09\x01" + frame.marshal(commands.Tx.Commit(), 1) + frame.marshal(commands.Basic.Ack(7, True), 1)
+    codec = Amqp091Codec()
+    names = [f.name for i in range(0, len(raw), 3) for f in codec.feed(raw[i : i + 3])]
+    assert names == ["protocol-header", "tx.commit", "basic.ack"] and codec.pending == 0
+    with pytest.raises(MalformedFrame):
+        Amqp091Codec().feed(struct.pack(">BHI", 9, 0, 0) + b"\xce")
+    # AMQP 1.0: SASL header, then an empty frame and an open performative (descriptor 0x10)
+    open_body = b"\x00\x53\x10\x45"  # described(smallulong 0x10, list0)
+    amqp10 = b"AMQP\x03\x01\x00\x00" + struct.pack(">IBBH", 8, 2, 0, 0) + struct.pack(">IBBH", 8 + len(open_body), 2, 0, 0) + open_body
+    c10 = Amqp10Codec()
+    assert [f.name for i in range(len(amqp10)) for f in c10.feed(amqp10[i : i + 1])] == ["protocol-header", "empty", "open"]
+    with pytest.raises(MalformedFrame):
+        Amqp10Codec().feed(struct.pack(">IBBH", 4, 2, 0, 0))
