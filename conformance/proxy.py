@@ -67,7 +67,7 @@ class Trace:
 
     def __init__(self, limit: int = 20000) -> None:
         self.started = time.monotonic()
-        self._entries: collections.deque[TraceEntry] = collections.deque(maxlen=limit)
+        self._entries: collections.deque[TraceEntry | tuple] = collections.deque(maxlen=limit)
         self.total = 0
         self._lock = threading.Lock()
 
@@ -76,12 +76,25 @@ class Trace:
             self._entries.append(entry)
             self.total += 1
 
+    def frame(self, conn: int, sender: str, index: int, frame: Frame) -> None:
+        """The hot path: a plain tuple per frame (deque.append is atomic); entries() builds objects."""
+        self._entries.append((time.monotonic(), conn, sender, index, frame))  # type: ignore[arg-type]
+        self.total += 1
+
     def note(self, conn: int, text: str) -> None:
         self.add(TraceEntry(time.monotonic(), conn, "proxy", 0, "", 0, 0, note=text))
 
     def entries(self) -> list[TraceEntry]:
         with self._lock:
-            return list(self._entries)
+            raw = list(self._entries)
+        out = []
+        for e in raw:
+            if isinstance(e, tuple):
+                t, conn, sender, index, f = e
+                out.append(TraceEntry(t, conn, sender, index, f.name, f.channel, len(f.raw), None if f.name in _UNKEPT else f))
+            else:
+                out.append(e)
+        return out
 
     def frames(self, conn: int | None = None, sender: Sender | str | None = None) -> list[str]:
         """Frame names in order (for checks: "the fault hit the intended frame")."""
@@ -270,7 +283,7 @@ class FaultProxy:
     # -- faults --------------------------------------------------------------------------------
 
     def arm(self, fault: Fault) -> Fault:
-        self._faults = [*self._faults, fault]
+        self._faults = [*[f for f in self._faults if not f.fired.is_set()], fault]
         return fault
 
     def cut_all(self) -> None:
@@ -359,11 +372,11 @@ class FaultProxy:
                         data += await reader.readexactly(8 - len(data))
                     codec = await self._codec(link, sender, data)
                 out: list[bytes] = []
+                trace, who, faults = self.trace, sender.value, self._faults
                 for frame in codec.feed(data):
-                    link.counts[sender] += 1
-                    index = link.counts[sender]
-                    self.trace.add(TraceEntry(time.monotonic(), link.id, sender.value, index, frame.name, frame.channel, len(frame.raw), None if frame.name in _UNKEPT else frame))
-                    fault = self._match(link, sender, frame)
+                    index = link.counts[sender] = link.counts[sender] + 1
+                    trace.frame(link.id, who, index, frame)
+                    fault = self._match(link, sender, frame) if faults else None
                     if fault is None:
                         out.append(frame.raw)
                         continue

@@ -66,7 +66,7 @@ def publish_through_cut(ctx: CaseContext, variant: str) -> Obs:
 
 
 class TestInflightAtLeastOnce(Case):
-    requirement = "PUB-INFLIGHT-AT-LEAST-ONCE"
+    requirement = "PUBLISH-INFLIGHT-AT-LEAST-ONCE"
     variants = tuple(POSITIONS)
 
     def scenario(self, ctx: CaseContext) -> Obs:
@@ -99,7 +99,7 @@ class TestInflightAtLeastOnce(Case):
 
 
 class TestTornMessageDiscarded(Case):
-    requirement = "PUB-TORN-MESSAGE-DISCARDED"
+    requirement = "PUBLISH-TORN-MESSAGE-DISCARDED"
 
     def scenario(self, ctx: CaseContext) -> Obs:
         return publish_through_cut(ctx, "body-withheld")
