@@ -173,12 +173,7 @@ class CaseContext:
         if self.target is None or not self.target.can_restart:
             name = self.target.name if self.target else "this target"
             raise TargetCannot(f"{name} cannot be restarted or killed by the suite; broker faults need a launched target")
-        for c in self._connections:
-            try:
-                c.cut()
-            except Exception:
-                pass
-        self._admin = None
+        self._cut_all()
         start = time.monotonic()
         if kill:
             self.target.kill()
@@ -213,11 +208,14 @@ class CaseContext:
         self._queues.append(name)
         return name
 
-    def publish(self, queue: str, n: int, *, prefix: str = "m", persistent: bool = False) -> list[str]:
-        """Publish ``n`` confirmed messages with ids prefix1..prefixN; return the ids."""
+    def publish(self, queue: str, n: int, *, prefix: str = "m", persistent: bool = False, session: Session | None = None) -> list[str]:
+        """Publish ``n`` messages with ids prefix1..prefixN; return the ids. By default over the
+        confirming admin session; pass ``session`` to publish on the one under test (e.g. inside its
+        transaction)."""
         ids = [f"{prefix}{i}" for i in range(1, n + 1)]
+        publisher = session if session is not None else self.admin
         for mid in ids:
-            self.admin.publish(queue, mid.encode(), message_id=mid, persistent=persistent)
+            publisher.publish(queue, mid.encode(), message_id=mid, persistent=persistent)
         return ids
 
     def stats(self, queue: str) -> QueueStats:
@@ -294,6 +292,15 @@ class CaseContext:
 
     # -- teardown ----------------------------------------------------------------------------
 
+    def _cut_all(self) -> None:
+        """Reset every connection of the case (no handshake); ``admin`` reconnects on next use."""
+        for c in self._connections:
+            try:
+                c.cut()
+            except Exception:
+                pass
+        self._admin = None
+
     def close(self, interrupted: bool = False) -> None:
         """Delete the case's queues and close its connections; never masks the case's own outcome.
 
@@ -305,12 +312,7 @@ class CaseContext:
             return
         self._closed = True
         if interrupted:
-            for c in self._connections:
-                try:
-                    c.cut()
-                except Exception:
-                    pass
-            self._admin = None
+            self._cut_all()
         try:
             if self._queues:
                 admin = self.admin

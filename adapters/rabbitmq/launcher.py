@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -134,7 +133,7 @@ class RabbitMQLocalNode(Target):
         return env
 
     def start(self) -> None:
-        if self.dir is not None and self.state_file.exists() and self.check_running():
+        if self.check_running():
             return
         if self.dir is None or not (self.dir / "rabbitmq.conf").exists():
             self._prepare()

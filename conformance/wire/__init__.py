@@ -45,6 +45,17 @@ class Codec(Protocol):
         """Bytes of an incomplete frame held back (non-zero at EOF means a truncated frame)."""
 
 
+class BufferedCodec:
+    """Holds the bytes of a frame that has not fully arrived yet."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    @property
+    def pending(self) -> int:
+        return len(self._buf)
+
+
 def codec_for(header: bytes) -> type[Codec] | None:
     """The codec family a client's 8-byte protocol header selects, or None if it is not AMQP."""
     from conformance.wire import amqp10, amqp091

@@ -11,7 +11,7 @@ import struct
 
 from pamqp import commands, frame as pamqp_frame
 
-from conformance.wire import Frame, MalformedFrame
+from conformance.wire import BufferedCodec, Frame, MalformedFrame
 
 PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
 FRAME_END = 0xCE
@@ -56,14 +56,7 @@ def describe(raw: bytes) -> str:
     return " ".join(bits)
 
 
-class Amqp091Codec:
-    def __init__(self) -> None:
-        self._buf = bytearray()
-
-    @property
-    def pending(self) -> int:
-        return len(self._buf)
-
+class Amqp091Codec(BufferedCodec):
     def feed(self, data: bytes) -> list[Frame]:
         buf = self._buf
         buf += data

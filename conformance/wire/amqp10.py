@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from conformance.wire import Frame, MalformedFrame
+from conformance.wire import BufferedCodec, Frame, MalformedFrame
 
 MAX_FRAME = 64 * 1024 * 1024
 _HEAD = struct.Struct(">IBBH")
@@ -82,14 +82,7 @@ def _describe_header(raw: bytes) -> str:
     return {0: "amqp", 2: "tls", 3: "sasl"}.get(raw[4], str(raw[4])) + " " + ".".join(str(b) for b in raw[5:8])
 
 
-class Amqp10Codec:
-    def __init__(self) -> None:
-        self._buf = bytearray()
-
-    @property
-    def pending(self) -> int:
-        return len(self._buf)
-
+class Amqp10Codec(BufferedCodec):
     def feed(self, data: bytes) -> list[Frame]:
         buf = self._buf
         buf += data

@@ -15,8 +15,6 @@ from conformance.faults import Fault, Action, Moment, Sender
 from conformance.profile import Profile
 from conformance.verdict import Verdict, fmt, holds
 
-from conformance.cases.tx.test_tx_publish import tx_publish
-
 MESSAGES = 3
 #: variant -> (frame, sender, nth, moment, what the broker must end with: "all", "none" or "either")
 POSITIONS: dict[str, tuple[str, Sender, int, Moment, str]] = {
@@ -50,7 +48,7 @@ class TestCommitInFlight(Case):
                 producer.consume(tether)
             producer.select_tx()
             fault = proxy.arm(Fault(Action.CUT, frame, sender, nth, moment, connection=proxy.connections))
-            ids = tx_publish(producer, q, f"r{r}-m", MESSAGES)
+            ids = ctx.publish(q, MESSAGES, prefix=f"r{r}-m", persistent=True, session=producer)
             try:
                 producer.commit()
                 told = "commit-ok"

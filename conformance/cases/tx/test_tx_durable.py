@@ -11,8 +11,6 @@ from conformance.verdict import Verdict, fmt, holds, same
 #: How long the restarted broker has to serve the queue again (boot already finished).
 RECOVERY_S = 15.0
 
-from conformance.cases.tx.test_tx_publish import tx_publish
-
 
 class TestCommittedSurvivesKill(Case):
     requirement = "TX-COMMIT-DURABLE"
@@ -22,7 +20,7 @@ class TestCommittedSurvivesKill(Case):
         q = ctx.queue()
         producer = ctx.session("producer")
         producer.select_tx()
-        ids = tx_publish(producer, q, "durable-")
+        ids = ctx.publish(q, 3, prefix="durable-", persistent=True, session=producer)
         producer.commit()
         ctx.restart_broker(kill=True)
         ctx.await_queue(q)

@@ -14,13 +14,6 @@ from conformance.profile import Profile
 from conformance.verdict import Verdict, first_failure, fmt, holds, same
 
 
-def tx_publish(session, queue: str, prefix: str, n: int = 3) -> list[str]:  # type: ignore[no-untyped-def]
-    ids = [f"{prefix}{i}" for i in range(1, n + 1)]
-    for mid in ids:
-        session.publish(queue, mid.encode(), message_id=mid, persistent=True)
-    return ids
-
-
 class TestUncommittedInvisible(Case):
     requirement = "TX-PUBLISH-INVISIBLE-UNTIL-COMMIT"
 
@@ -28,7 +21,7 @@ class TestUncommittedInvisible(Case):
         q = ctx.queue()
         producer = ctx.session("producer")
         producer.select_tx()
-        ids = tx_publish(producer, q, "t")
+        ids = ctx.publish(q, 3, prefix="t", persistent=True, session=producer)
         producer.sync()  # the broker has processed the publishes
         consumer = ctx.session("consumer").consume(q, prefetch=100)
         before = [delivery_obs(d) for d in ctx.until_sentinel(consumer, q)]
@@ -62,12 +55,12 @@ class TestUncommittedDiscarded(Case):
         producer = conn.session()
         tether = ctx.tether(producer)
         producer.select_tx()
-        ids = tx_publish(producer, q, "t")
+        ids = ctx.publish(q, 3, prefix="t", persistent=True, session=producer)
         producer.sync()
         later: list[str] = []
         if ctx.variant == "rollback":
             producer.rollback()
-            later = tx_publish(producer, q, "after-rollback-", 1)
+            later = ctx.publish(q, 1, prefix="after-rollback-", persistent=True, session=producer)
             producer.commit()
         else:
             if ctx.variant == "cut":
@@ -108,7 +101,7 @@ class TestCommittedVisible(Case):
         producer = ctx.session("producer", via=proxy)
         tether = ctx.tether(producer)
         producer.select_tx()
-        ids = tx_publish(producer, q, "t")
+        ids = ctx.publish(q, 3, prefix="t", persistent=True, session=producer)
         # The connection dies the moment commit-ok has reached the client.
         fault = proxy.arm(cut("tx.commit-ok", sender=Sender.SERVER, after=True))
         producer.commit()
