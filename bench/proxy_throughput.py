@@ -1,9 +1,10 @@
 """Publish/consume throughput through the fault proxy vs. straight to the broker, same run.
 
 Usage: python3 bench/proxy_throughput.py [--messages N] [--size BYTES] [--url amqp://...]
-Without --url a private RabbitMQ node is launched. Prints msgs/s both ways and the proxy's cost.
-Runs are interleaved (direct, proxy, direct, proxy, ...) and the best of each is kept, so a noisy
-neighbour hurts both sides alike.
+Without --url a private RabbitMQ node is launched. Prints msgs/s straight to the broker, through
+the isolated proxy (its own process: what cases use) and through the in-thread proxy (sharing the
+client's GIL), and each proxy's cost. Runs are interleaved (direct, isolated, thread, direct, ...)
+and the best of each is kept, so a noisy neighbour hurts all sides alike.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pika
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.proxy import FaultProxy
+from conformance.proxy_isolated import IsolatedFaultProxy
 
 
 def run(url: str, n: int, size: int) -> float:
@@ -57,18 +59,19 @@ def main() -> None:
         node.start()
         url = node.url
     try:
-        direct, proxied = [], []
-        with FaultProxy.for_url(url, trace_limit=1000) as proxy:
-            purl = proxy.url(url)
+        direct, isolated, threaded = [], [], []
+        with IsolatedFaultProxy.for_url(url, trace_limit=1000) as iso, FaultProxy.for_url(url, trace_limit=1000) as thr:
             for _ in range(args.rounds):
                 direct.append(run(url, args.messages, args.size))
-                proxied.append(run(purl, args.messages, args.size))
-            frames = proxy.trace.total
-        d, p = max(direct), max(proxied)
+                isolated.append(run(iso.url(url), args.messages, args.size))
+                threaded.append(run(thr.url(url), args.messages, args.size))
+            frames = iso.trace.total, thr.trace.total
+        d = max(direct)
         print(f"messages={args.messages} size={args.size}B rounds={args.rounds}")
-        print(f"direct:  {d:10.0f} msg/s (publish+consume)")
-        print(f"proxy:   {p:10.0f} msg/s ({frames} frames traced)")
-        print(f"ratio proxy/direct = {p / d:.3f}  (proxy cost {100 * (1 - p / d):.1f}% of direct throughput)")
+        print(f"direct:          {d:10.0f} msg/s (publish+consume)")
+        for label, runs, n in (("isolated proxy", isolated, frames[0]), ("in-thread proxy", threaded, frames[1])):
+            p = max(runs)
+            print(f"{label + ':':<16} {p:10.0f} msg/s  ratio {p / d:.3f}, cost {100 * (1 - p / d):5.1f}% ({n} frames traced)")
     finally:
         if node is not None:
             node.stop()

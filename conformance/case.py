@@ -24,7 +24,8 @@ from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, Oper
 from conformance.faults import Fault
 from conformance.history import History, Recorded
 from conformance.profile import Profile
-from conformance.proxy import FaultProxy
+from conformance.proxy import ProxyBase
+from conformance.proxy_isolated import IsolatedFaultProxy
 from conformance.targets import Target
 from conformance.verdict import Verdict
 
@@ -88,7 +89,7 @@ class CaseContext:
         self.variant = variant
         self.history = history or History()
         self.target = target
-        self.proxies: list[FaultProxy] = []
+        self.proxies: list[ProxyBase] = []
         self._closed = False
         self._connections: list[Connection] = []
         self._queues: list[str] = []
@@ -98,7 +99,7 @@ class CaseContext:
 
     # -- connections -------------------------------------------------------------------------
 
-    def connect(self, actor: str | None = None, *, via: FaultProxy | None = None, op_timeout: float | None = None) -> Connection:
+    def connect(self, actor: str | None = None, *, via: ProxyBase | None = None, op_timeout: float | None = None) -> Connection:
         """A new connection, straight to the broker or through a fault proxy (``via``)."""
         self._n += 1
         actor = actor or f"client{self._n}"
@@ -108,15 +109,18 @@ class CaseContext:
         self.history.add(actor, "connect", f"{conn.server.product} {conn.server.version}" + (f" via proxy :{via.port}" if via else ""))
         return cast(Connection, Recorded(conn, self.history, actor))
 
-    def session(self, actor: str | None = None, *, via: FaultProxy | None = None) -> Session:
+    def session(self, actor: str | None = None, *, via: ProxyBase | None = None) -> Session:
         """A fresh connection with one session: the usual unit a consumer under test gets."""
         return self.connect(actor, via=via).session()
 
     # -- faults --------------------------------------------------------------------------------
 
-    def proxy(self) -> FaultProxy:
-        """A fault proxy in front of the target; its wire trace joins the case's report."""
-        p = FaultProxy.for_url(self.url, on_event=lambda text: self.history.add("proxy", "event", text))
+    def proxy(self) -> ProxyBase:
+        """A fault proxy in front of the target; its wire trace joins the case's report.
+
+        Its relay runs in a process of its own so that neither the client's speed nor a fault's
+        timing depends on who holds this process's GIL."""
+        p = IsolatedFaultProxy.for_url(self.url, on_event=lambda text: self.history.add("proxy", "event", text))
         p.start()
         self.proxies.append(p)
         self.history.add("suite", "proxy", f"127.0.0.1:{p.port} -> {p.upstream[0]}:{p.upstream[1]}")

@@ -26,7 +26,7 @@ import termios
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from conformance.faults import Action, Fault, Moment, Sender
@@ -62,7 +62,39 @@ class TraceEntry:
         return f"{stamp} {arrow} ch{self.channel:<3} #{self.index:<5} {self.name}" + (f"  {detail}" if detail else "")
 
 
-class Trace:
+class TraceReader:
+    """Queries over a trace's entries; the recording side (:class:`Trace`) or a copy fetched from an
+    isolated proxy's process (:class:`conformance.proxy_isolated.RemoteTrace`)."""
+
+    started: float
+    total: int
+
+    def entries(self) -> list[TraceEntry]:
+        raise NotImplementedError
+
+    def frames(self, conn: int | None = None, sender: Sender | str | None = None) -> list[str]:
+        """Frame names in order (for checks: "the fault hit the intended frame")."""
+        s = Sender(sender).value if sender is not None else None
+        return [
+            e.name
+            for e in self.entries()
+            if not e.note and (conn is None or e.conn == conn) and (s is None or e.sender == s)
+        ]
+
+    def notes(self) -> list[str]:
+        return [e.note for e in self.entries() if e.note]
+
+    def render(self) -> str:
+        return self._render(self.entries(), self.total)
+
+    def _render(self, entries: list[TraceEntry], total: int) -> str:
+        omitted = total - len(entries)
+        lines = [f"... {omitted} earlier entries omitted"] if omitted else []
+        lines += [e.line(self.started) for e in entries]
+        return "\n".join(lines)
+
+
+class Trace(TraceReader):
     """The frames a proxy saw, both ways, in order. Bounded: the newest ``limit`` entries are kept."""
 
     def __init__(self, limit: int = 20000) -> None:
@@ -95,25 +127,6 @@ class Trace:
             else:
                 out.append(e)
         return out
-
-    def frames(self, conn: int | None = None, sender: Sender | str | None = None) -> list[str]:
-        """Frame names in order (for checks: "the fault hit the intended frame")."""
-        s = Sender(sender).value if sender is not None else None
-        return [
-            e.name
-            for e in self.entries()
-            if not e.note and (conn is None or e.conn == conn) and (s is None or e.sender == s)
-        ]
-
-    def notes(self) -> list[str]:
-        return [e.note for e in self.entries() if e.note]
-
-    def render(self) -> str:
-        entries = self.entries()
-        omitted = self.total - len(entries)
-        lines = [f"... {omitted} earlier entries omitted"] if omitted else []
-        lines += [e.line(self.started) for e in entries]
-        return "\n".join(lines)
 
 
 def _set_rst(transport: asyncio.BaseTransport) -> None:
@@ -191,8 +204,62 @@ class _Link:
         return True
 
 
-class FaultProxy:
-    """Relay ``127.0.0.1:<port>`` to ``upstream``; arm :class:`~conformance.faults.Fault` s on it."""
+class ProxyBase:
+    """What a case sees of a fault proxy, wherever its relay runs (a thread here, or a process)."""
+
+    upstream: tuple[str, int]
+    port: int
+    trace: TraceReader
+
+    @classmethod
+    def for_url(cls, url: str, **kw: Any) -> Self:
+        parts = urlsplit(url)
+        port = parts.port or {"amqp": 5672, "amqps": 5671}.get(parts.scheme, 5672)
+        return cls((parts.hostname or "127.0.0.1", port), **kw)
+
+    def url(self, target_url: str) -> str:
+        """``target_url`` with host and port replaced by the proxy's (credentials and vhost kept)."""
+        parts = urlsplit(target_url)
+        userinfo = parts.netloc.rpartition("@")[0]
+        netloc = (userinfo + "@" if userinfo else "") + f"127.0.0.1:{self.port}"
+        return urlunsplit(parts._replace(netloc=netloc))
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def arm(self, fault: Fault) -> Fault:
+        """Watch every connection for ``fault``'s frame; ``fault.fired`` is set once it acted."""
+        raise NotImplementedError
+
+    def cut_all(self) -> None:
+        """RST every live connection now (e.g. after a stall the case has observed)."""
+        raise NotImplementedError
+
+    @property
+    def errors(self) -> list[str]:
+        """Bad input and broken connections the proxy reported, oldest first."""
+        raise NotImplementedError
+
+    @property
+    def connections(self) -> int:
+        """Client connections made through the proxy so far."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class FaultProxy(ProxyBase):
+    """Relay ``127.0.0.1:<port>`` to ``upstream`` from a thread of this process.
+
+    Cheapest to start and to inspect, but the relay shares the GIL with the case's client: use
+    :class:`~conformance.proxy_isolated.IsolatedFaultProxy` where throughput matters."""
 
     def __init__(
         self,
@@ -200,12 +267,14 @@ class FaultProxy:
         *,
         trace_limit: int = 20000,
         on_event: Callable[[str], None] | None = None,
+        on_fired: Callable[[Fault], None] | None = None,
     ) -> None:
         self.upstream = upstream
         self.trace = Trace(trace_limit)
-        self.errors: list[str] = []
+        self._errors: list[str] = []
         self.port = 0
         self._on_event = on_event
+        self._on_fired = on_fired
         self._faults: list[Fault] = []
         self._links: dict[int, _Link] = {}
         self._ids = itertools.count(1)
@@ -215,7 +284,7 @@ class FaultProxy:
 
     # -- lifecycle (called from the case's thread) ---------------------------------------------
 
-    def start(self) -> "FaultProxy":
+    def start(self) -> Self:
         started = threading.Event()
         failure: list[BaseException] = []
 
@@ -261,25 +330,6 @@ class FaultProxy:
         if self._thread is not None:
             self._thread.join(5)
 
-    def __enter__(self) -> "FaultProxy":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @classmethod
-    def for_url(cls, url: str, **kw: object) -> "FaultProxy":
-        parts = urlsplit(url)
-        port = parts.port or {"amqp": 5672, "amqps": 5671}.get(parts.scheme, 5672)
-        return cls((parts.hostname or "127.0.0.1", port), **kw)  # type: ignore[arg-type]
-
-    def url(self, target_url: str) -> str:
-        """``target_url`` with host and port replaced by the proxy's (credentials and vhost kept)."""
-        parts = urlsplit(target_url)
-        userinfo = parts.netloc.rpartition("@")[0]
-        netloc = (userinfo + "@" if userinfo else "") + f"127.0.0.1:{self.port}"
-        return urlunsplit(parts._replace(netloc=netloc))
-
     # -- faults --------------------------------------------------------------------------------
 
     def arm(self, fault: Fault) -> Fault:
@@ -287,7 +337,6 @@ class FaultProxy:
         return fault
 
     def cut_all(self) -> None:
-        """RST every live connection now (e.g. after a stall the case has observed)."""
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -301,13 +350,17 @@ class FaultProxy:
         asyncio.run_coroutine_threadsafe(cut(), loop).result(5)
 
     @property
+    def errors(self) -> list[str]:
+        return list(self._errors)
+
+    @property
     def connections(self) -> int:
         return len(self._links)
 
     # -- relay (runs on the proxy's loop) -------------------------------------------------------
 
     def _report(self, conn: int, text: str) -> None:
-        self.errors.append(f"conn#{conn}: {text}")
+        self._errors.append(f"conn#{conn}: {text}")
         self.trace.note(conn, text)
         self._event(f"conn#{conn}: {text}")
 
@@ -447,3 +500,8 @@ class FaultProxy:
         elif fault.action is Action.DELAY:
             await asyncio.sleep(fault.delay_s)  # allowed: the delay is the fault being injected
         fault.fired.set()
+        if self._on_fired is not None:
+            try:
+                self._on_fired(fault)
+            except Exception:  # the listener is gone; the fault still acted
+                pass

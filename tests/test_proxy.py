@@ -19,15 +19,25 @@ from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.api import QueueSpec
 from conformance.errors import ConnectionLost
 from conformance.faults import Action, Fault, Moment, Sender, cut
-from conformance.proxy import FaultProxy
+from conformance.proxy import FaultProxy, ProxyBase
+from conformance.proxy_isolated import IsolatedFaultProxy
 from conformance.wire import MalformedFrame
 from conformance.wire.amqp091 import Amqp091Codec
 from conformance.wire.amqp10 import Amqp10Codec
 
 
+KINDS = {"thread": FaultProxy, "process": IsolatedFaultProxy}
+
+
+@pytest.fixture(params=sorted(KINDS))
+def kind(request: pytest.FixtureRequest) -> type[ProxyBase]:
+    """Every proxy test runs on both relays: the in-thread one and the isolated one cases use."""
+    return KINDS[request.param]
+
+
 @pytest.fixture
-def proxy(rabbit: RabbitMQLocalNode):  # type: ignore[no-untyped-def]
-    with FaultProxy.for_url(rabbit.url) as p:
+def proxy(rabbit: RabbitMQLocalNode, kind: type[ProxyBase]):  # type: ignore[no-untyped-def]
+    with kind.for_url(rabbit.url) as p:
         yield p
 
 
@@ -37,14 +47,14 @@ def queue(session) -> str:  # type: ignore[no-untyped-def]
     return name
 
 
-def frames_then_fault(p: FaultProxy) -> tuple[list[str], list[str]]:
+def frames_then_fault(p: ProxyBase) -> tuple[list[str], list[str]]:
     entries = p.trace.entries()
     i = next(i for i, e in enumerate(entries) if e.note.startswith("FAULT"))
     return [e.name for e in entries[:i] if not e.note], [e.name for e in entries[i + 1 :] if not e.note]
 
 
 @pytest.mark.parametrize("nth", [1, 2, 5])
-def test_cut_before_the_nth_commit_hits_that_frame(rabbit: RabbitMQLocalNode, proxy: FaultProxy, nth: int) -> None:
+def test_cut_before_the_nth_commit_hits_that_frame(rabbit: RabbitMQLocalNode, proxy: ProxyBase, nth: int) -> None:
     session = PikaAdapter().connect(proxy.url(rabbit.url)).session()
     q = queue(session)
     session.select_tx()
@@ -60,7 +70,7 @@ def test_cut_before_the_nth_commit_hits_that_frame(rabbit: RabbitMQLocalNode, pr
     assert any("not forwarded" in n or "FAULT cut" in n for n in proxy.trace.notes())
 
 
-def test_cut_after_forwarding_relays_nothing_more(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+def test_cut_after_forwarding_relays_nothing_more(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
     """'After' means the broker's TCP stack has the frame and the client sees no reply to it."""
     session = PikaAdapter().connect(proxy.url(rabbit.url)).session()
     q = queue(session)
@@ -77,7 +87,7 @@ def test_cut_after_forwarding_relays_nothing_more(rabbit: RabbitMQLocalNode, pro
     assert all(name == "tx.commit-ok" for name in after)
 
 
-def test_server_frame_fault_and_nth_delivery(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+def test_server_frame_fault_and_nth_delivery(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
     direct = PikaAdapter().connect(rabbit.url).session()
     q = queue(direct)
     direct.enable_confirms()
@@ -97,7 +107,7 @@ def test_server_frame_fault_and_nth_delivery(rabbit: RabbitMQLocalNode, proxy: F
     assert got == ["m0", "m1"][: len(got)]
 
 
-def test_stall_is_ended_by_the_adapter_watchdog(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+def test_stall_is_ended_by_the_adapter_watchdog(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
     session = PikaAdapter().connect(proxy.url(rabbit.url), op_timeout=1.0).session()
     proxy.arm(Fault(Action.STALL, "basic.consume-ok", Sender.SERVER))
     q = queue(session)
@@ -107,7 +117,7 @@ def test_stall_is_ended_by_the_adapter_watchdog(rabbit: RabbitMQLocalNode, proxy
     assert time.monotonic() - start < 10
 
 
-def test_drop_and_delay(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+def test_drop_and_delay(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
     session = PikaAdapter().connect(proxy.url(rabbit.url), op_timeout=1.0).session()
     delay = proxy.arm(Fault(Action.DELAY, "queue.declare-ok", Sender.SERVER, delay_s=0.2))
     start = time.monotonic()
@@ -119,7 +129,7 @@ def test_drop_and_delay(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
         session_conn.session()
 
 
-def test_trace_decodes_and_redacts(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+def test_trace_decodes_and_redacts(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
     session = PikaAdapter().connect(proxy.url(rabbit.url)).session()
     queue(session)
     text = proxy.trace.render()
@@ -128,7 +138,7 @@ def test_trace_decodes_and_redacts(rabbit: RabbitMQLocalNode, proxy: FaultProxy)
     assert "queue.declare-ok" in text and "C->S" in text and "S->C" in text
 
 
-def raw_client(p: FaultProxy) -> socket.socket:
+def raw_client(p: ProxyBase) -> socket.socket:
     return socket.create_connection(("127.0.0.1", p.port), timeout=5)
 
 
@@ -139,13 +149,13 @@ def closed(s: socket.socket) -> bool:
         return True
 
 
-def wait_errors(p: FaultProxy, n: int) -> None:
+def wait_errors(p: ProxyBase, n: int) -> None:
     end = time.monotonic() + 5
     while len(p.errors) < n and time.monotonic() < end:
         time.sleep(0.01)  # allowed: polling the proxy's error list with a deadline
 
 
-def test_garbage_closes_only_that_connection(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+def test_garbage_closes_only_that_connection(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
     good = PikaAdapter().connect(proxy.url(rabbit.url)).session()
     s = raw_client(proxy)
     s.sendall(b"GET / HTTP/1.1\r\n\r\n")
@@ -155,7 +165,7 @@ def test_garbage_closes_only_that_connection(rabbit: RabbitMQLocalNode, proxy: F
     queue(good)  # the other connection still works
 
 
-def test_bad_frame_after_handshake_is_reported(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+def test_bad_frame_after_handshake_is_reported(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
     s = raw_client(proxy)
     s.sendall(b"AMQP\x00\x00\x09\x01")
     s.recv(4096)  # connection.start
@@ -165,7 +175,7 @@ def test_bad_frame_after_handshake_is_reported(rabbit: RabbitMQLocalNode, proxy:
     assert "frame end" in proxy.errors[0]
 
 
-def test_truncated_frame_and_vanishing_peer(rabbit: RabbitMQLocalNode, proxy: FaultProxy) -> None:
+def test_truncated_frame_and_vanishing_peer(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
     s = raw_client(proxy)
     s.sendall(b"AMQP\x00\x00\x09\x01")
     s.recv(4096)
@@ -180,11 +190,11 @@ def test_truncated_frame_and_vanishing_peer(rabbit: RabbitMQLocalNode, proxy: Fa
     assert PikaAdapter().connect(proxy.url(rabbit.url)).session() is not None
 
 
-def test_unreachable_broker_is_reported() -> None:
+def test_unreachable_broker_is_reported(kind: type[ProxyBase]) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with FaultProxy(("127.0.0.1", port)) as p:
+    with kind(("127.0.0.1", port)) as p:
         s = raw_client(p)
         assert closed(s)
         wait_errors(p, 1)
@@ -207,3 +217,39 @@ def test_codecs_split_frames_across_reads() -> None:
     assert [f.name for i in range(len(amqp10)) for f in c10.feed(amqp10[i : i + 1])] == ["protocol-header", "empty", "open"]
     with pytest.raises(MalformedFrame):
         Amqp10Codec().feed(struct.pack(">IBBH", 4, 2, 0, 0))
+
+
+def test_isolated_proxy_keeps_trace_errors_and_counts_after_close(rabbit: RabbitMQLocalNode) -> None:
+    """Reports read the trace after the case closed its proxies: the isolated proxy keeps a copy."""
+    p = IsolatedFaultProxy.for_url(rabbit.url).start()
+    session = PikaAdapter().connect(p.url(rabbit.url)).session()
+    q = queue(session)
+    fault = p.arm(cut("basic.publish"))
+    with pytest.raises(ConnectionLost):
+        session.publish(q, b"x", message_id="m0")
+        session.declare_queue(QueueSpec(name=q, durable=False, auto_delete=True))
+    assert fault.wait(5) and "basic.publish" in (fault.hit or "")
+    s = raw_client(p)
+    s.sendall(b"garbage!")
+    assert closed(s)
+    wait_errors(p, 1)
+    p.close()
+    assert p.connections == 2 and "not an AMQP protocol header" in p.errors[0]
+    assert "FAULT cut on 1st basic.publish" in p.trace.render() and p.trace.total > 10
+    assert p.trace.frames(conn=1)[-1] == "basic.publish"
+
+
+def test_isolated_proxy_refuses_a_chain_it_cannot_see_and_reports_its_own_death(rabbit: RabbitMQLocalNode) -> None:
+    from conformance.proxy_isolated import ProxyProcessError
+
+    with IsolatedFaultProxy.for_url(rabbit.url) as a, IsolatedFaultProxy.for_url(rabbit.url) as b:
+        first = a.arm(cut("tx.commit"))
+        with pytest.raises(ValueError, match="not armed on this proxy"):
+            b.arm(cut("tx.commit-ok", sender=Sender.SERVER, following=first))
+        b.arm(cut("tx.commit-ok", sender=Sender.SERVER, following=b.arm(cut("tx.commit"))))
+        a._process.kill()
+        a._process.join(5)
+        with pytest.raises(ProxyProcessError, match="exited|unreachable"):
+            end = time.monotonic() + 5
+            while time.monotonic() < end:  # the reader notices EOF right after the kill
+                a.arm(cut("tx.commit"))
