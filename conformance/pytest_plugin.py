@@ -392,7 +392,8 @@ def _attach(result: dict[str, Any], report: pytest.TestReport) -> None:
         report.sections.append(("history", result["history_text"]))
     if result.get("trace_text"):
         # "Captured stdout ..." sections are what junitxml writes to <system-out> (junit_logging).
-        report.sections.append(("Captured stdout wire trace", result["trace_text"]))
+        # junitxml titles it only "Captured Out", so the text names itself.
+        report.sections.append(("Captured stdout wire trace", "Wire trace (every frame both ways, decoded):\n" + result["trace_text"]))
 
 
 def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: pytest.TestReport) -> None:

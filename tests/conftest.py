@@ -17,7 +17,8 @@ os.environ.setdefault("PYTHONPATH", str(ROOT))
 
 @pytest.fixture(scope="session")
 def rabbit() -> Iterator[RabbitMQLocalNode]:
-    node = RabbitMQLocalNode()
+    """The node also serves AMQP 1.0 on the same port (the bundled plugin picks by protocol header)."""
+    node = RabbitMQLocalNode(plugins=("rabbitmq_amqp1_0",))
     node.start()
     try:
         yield node

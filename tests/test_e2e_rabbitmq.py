@@ -169,3 +169,35 @@ def test_launcher_restart_keeps_durable_state_and_kill_is_detected() -> None:
     finally:
         node.stop()
     assert node.dir is None
+
+
+def test_a_failing_case_carries_its_wire_trace_into_junit_and_allure(rabbit: RabbitMQLocalNode, tmp_path: Path) -> None:
+    """A target that ignores tx.select breaks TX-PUBLISH-DISCARDED-ON-LOSS; the failing case's
+    decoded trace (publishes, no tx.select, the FIN fault on tx.commit) reaches every output."""
+    out = tmp_path / "run"
+    args = build_parser().parse_args(["run", "--target", rabbit.url, "--out", str(out), "-r", "TX-PUBLISH-DISCARDED-ON-LOSS"])
+    argv = pytest_args(args, out) + ["-p", "tests.support.tx_ignored"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    recs = {(r["queue_type"], r["variant"]): r for r in read_results(out)}
+    fin = recs[("classic", "fin")]
+    assert fin["verdict"] == "fail" and "delivered" in fin["observed"], proc.stdout[-3000:]
+    assert exit_code(list(recs.values())) == EXIT_FAIL
+    trace = "\n".join(fin["wire_trace"])
+    assert "basic.publish" in trace and "tx.select" not in trace
+    assert "FAULT fin on 1st tx.commit from the client" in trace
+    # JUnit: the failing testcase's <system-out> holds the same decoded trace
+    cases = ET.parse(out / "junit.xml").getroot().iter("testcase")
+    failing = [c for c in cases if c.find("failure") is not None and "fin" in c.get("name", "") and "classic" in c.get("name", "")]
+    assert len(failing) == 1
+    system_out = failing[0].findtext("system-out") or ""
+    assert "Wire trace" in system_out and "FAULT fin on 1st tx.commit" in system_out and "content-header" in system_out
+    # Allure: a "wire trace" attachment on that result, whose file is the trace
+    results = [json.loads(p.read_text()) for p in (out / "allure-results").glob("*-result.json")]
+    failed = [r for r in results if r["status"] == "failed" and "fin" in r["name"] and "classic" in r["name"]]
+    assert len(failed) == 1
+    attachment = next(a for a in failed[0]["attachments"] if a["name"] == "wire trace")
+    assert "FAULT fin on 1st tx.commit" in (out / "allure-results" / attachment["source"]).read_text()
+    for p in out.rglob("*"):
+        if p.is_file():
+            assert rabbit.password not in p.read_text(errors="replace"), p

@@ -70,9 +70,9 @@ def describe(raw: bytes) -> str:
     consumed = data.decode(body)
     fields = list(getattr(data.get_object(), "value", None) or [])
     if name == "sasl-init":
-        return (f"mechanism={fields[0]!r} " if fields else "") + "initial-response=***"
+        return (f"mechanism={_show('', fields[0])} " if fields else "") + "initial-response=***"
     labels = KEY_FIELDS.get(name, ())
-    bits = [f"{label}={fields[i]!r}" for i, label in enumerate(labels) if i < len(fields) and fields[i] is not None]
+    bits = [f"{label}={_show(label, fields[i])}" for i, label in enumerate(labels) if i < len(fields) and fields[i] is not None]
     if name == "transfer":
         bits.append(f"payload={len(body) - consumed} bytes")
     return " ".join(bits)
@@ -112,3 +112,42 @@ class Amqp10Codec(BufferedCodec):
             pos += size
         del buf[:pos]
         return out
+
+
+#: Delivery states and outcomes (spec 3.4, transactions 4.5) by descriptor code.
+STATES = {0x23: "received", 0x24: "accepted", 0x25: "rejected", 0x26: "released", 0x27: "modified", 0x33: "declared", 0x34: "transactional-state"}
+ENUMS = {
+    "role": {False: "sender", True: "receiver"},
+    "snd-settle-mode": {0: "unsettled", 1: "settled", 2: "mixed"},
+    "rcv-settle-mode": {0: "first", 1: "second"},
+    "code": {0: "ok", 1: "auth", 2: "sys", 3: "sys-perm", 4: "sys-temp"},
+}
+
+
+def _show(label: str, value: object) -> str:
+    """A field as a protocol engineer reads it: plain numbers and symbols, tags in hex, outcomes by name."""
+    if label in ENUMS and value in ENUMS[label]:
+        return ENUMS[label][value]  # type: ignore[index]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "0x" + bytes(value).hex()
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, str):
+        return repr(str(value))
+    descriptor = getattr(value, "descriptor", None)
+    if descriptor is not None and hasattr(value, "value"):  # Described
+        inner = getattr(value, "value")
+        state = STATES.get(int(descriptor)) if isinstance(descriptor, int) else None
+        if state is not None:
+            return state + (f"{_show('', inner)}" if inner else "")
+        return f"{descriptor}:{_show('', inner)}"
+    elements = getattr(value, "elements", None)
+    if elements is not None:  # Array
+        return "[" + ", ".join(_show("", e) for e in elements) + "]"
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_show("", e) for e in value) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_show('', k)}: {_show('', v)}" for k, v in value.items()) + "}"
+    return repr(value)
