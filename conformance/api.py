@@ -79,6 +79,8 @@ class Delivery:
     persistent: bool | None
     consumer_tag: str | None = None
     queue: str | None = None
+    #: Per-message TTL as the broker delivered it (0-9-1 expiration property), if any.
+    expiration: str | None = None
     received_at: float = field(default_factory=time.monotonic)
 
     def brief(self) -> str:
@@ -132,8 +134,10 @@ class Session(abc.ABC):
         message_id: str | None = None,
         persistent: bool = False,
         headers: dict[str, Any] | None = None,
+        expiration_ms: int | None = None,
     ) -> None:
-        """Send one message to ``queue`` (0-9-1: default exchange, routing key = queue)."""
+        """Send one message to ``queue`` (0-9-1: default exchange, routing key = queue);
+        ``expiration_ms`` is the per-message TTL."""
 
     @abc.abstractmethod
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None) -> Consumer: ...
@@ -164,6 +168,23 @@ class Session(abc.ABC):
         Raises :class:`~conformance.errors.ChannelClosed` if the broker closed the session meanwhile
         (e.g. 406 for an ack of an unknown tag), which is how asynchronous errors become observable.
         """
+
+    # Exchanges and bindings (0-9-1; dead-letter routing needs them). Optional like transactions.
+
+    def declare_exchange(self, name: str, kind: str = "direct") -> None:
+        from conformance.errors import Unsupported
+
+        raise Unsupported("this adapter cannot declare exchanges")
+
+    def delete_exchange(self, name: str) -> None:
+        from conformance.errors import Unsupported
+
+        raise Unsupported("this adapter cannot delete exchanges")
+
+    def bind_queue(self, queue: str, exchange: str, routing_key: str) -> None:
+        from conformance.errors import Unsupported
+
+        raise Unsupported("this adapter cannot bind queues")
 
     # Local transactions (0-9-1 tx class; AMQP 1.0 transaction coordinator). Optional: an adapter
     # whose protocol or broker has none keeps these defaults, and the case reports unsupported.

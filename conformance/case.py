@@ -94,6 +94,7 @@ class CaseContext:
         self._connections: list[Connection] = []
         self._queues: list[str] = []
         self._admin: Session | None = None
+        self._exchanges: list[str] = []
         self._n = 0
         self.last_sentinel: Delivery | None = None
 
@@ -198,18 +199,28 @@ class CaseContext:
 
     # -- queues and messages -----------------------------------------------------------------
 
-    def queue(self, **arguments: Any) -> str:
-        """Declare a uniquely named queue of the case's queue type, deleted after the case."""
-        qt = self.profile.queue_types.get(self.queue_type or "")
-        name = f"conformance.{self.requirement.id.lower()}.{self.queue_type or 'default'}.{uuid.uuid4().hex[:8]}"
+    def queue(self, arguments: dict[str, Any] | None = None, *, durable: bool | None = None, plain: bool = False,
+              role: str = "q") -> str:
+        """Declare a uniquely named queue of the case's queue type (``plain``: a classic queue, e.g.
+        a dead-letter target), deleted after the case. ``arguments`` add to the type's own."""
+        qt = None if plain else self.profile.queue_types.get(self.queue_type or "")
+        kind = "classic" if plain else self.queue_type or "default"
+        name = f"conformance.{self.requirement.id.lower()}.{kind}.{role}.{uuid.uuid4().hex[:8]}"
         spec = QueueSpec(
             name=name,
-            queue_type=self.queue_type or "default",
-            durable=qt.durable if qt else True,
-            arguments={**(qt.arguments if qt else {}), **arguments},
+            queue_type=kind,
+            durable=durable if durable is not None else (qt.durable if qt else True),
+            arguments={**(qt.arguments if qt else {}), **(arguments or {})},
         )
-        self.admin.declare_queue(spec)
         self._queues.append(name)
+        self.admin.declare_queue(spec)
+        return name
+
+    def exchange(self, kind: str = "direct") -> str:
+        """Declare a uniquely named exchange, deleted after the case."""
+        name = f"conformance.{self.requirement.id.lower()}.x.{uuid.uuid4().hex[:8]}"
+        self.admin.declare_exchange(name, kind)
+        self._exchanges.append(name)
         return name
 
     def publish(self, queue: str, n: int, *, prefix: str = "m", persistent: bool = False, session: Session | None = None) -> list[str]:
@@ -318,10 +329,12 @@ class CaseContext:
         if interrupted:
             self._cut_all()
         try:
-            if self._queues:
+            if self._queues or self._exchanges:
                 admin = self.admin
                 for q in self._queues:
                     admin.delete_queue(q)
+                for x in self._exchanges:
+                    admin.delete_exchange(x)
         except Exception as exc:  # cleanup must not turn a verdict into an error
             self.history.add("admin", "cleanup", error=repr(exc))
         for c in self._connections:

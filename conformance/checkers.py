@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from conformance.verdict import Verdict, fmt, holds
+from conformance.verdict import Verdict, first_failure, fmt, holds
 
 Deliveries = Sequence[dict[str, Any]]
 
@@ -71,4 +71,18 @@ def accepted(answer: dict[str, Any], *, what: str) -> Verdict:
         expected=f"{what}: accepted (channel stays open)",
         observed=f"{what}: {scope} closed with {answer['code']} {answer.get('text', '')}".rstrip(),
         key=f"{scope}-{answer['code']}",
+    )
+
+
+def settled_as_expected(obs: dict[str, Any], what: str) -> Verdict:
+    """Judge :func:`conformance.scenarios.settle_and_watch`: the settlement was accepted, exactly the
+    expected deliveries came back at once (redelivered), and after channel.close the queue holds
+    exactly the held deliveries that were neither settled for good nor returned."""
+    settled = set(obs["expected_back"]) | set(obs["gone"])
+    still_held = [d["id"] for d in obs["held"] if d["id"] not in settled]
+    return first_failure(
+        accepted(obs["channel"], what=what),
+        returned_exactly(obs["back"], obs["expected_back"], what=f"redelivered at once after {what}"),
+        all_redelivered(obs["back"]),
+        returned_exactly(obs["remaining"], still_held, what=f"left in the queue after {what} and channel.close"),
     )

@@ -126,6 +126,7 @@ def to_delivery(method: Any, props: Any, body: bytes, queue: str | None) -> Deli
         persistent=None if props.delivery_mode is None else props.delivery_mode == 2,
         consumer_tag=getattr(method, "consumer_tag", None),
         queue=queue,
+        expiration=props.expiration,
     )
 
 
@@ -167,11 +168,13 @@ class PikaSession(Session):
         message_id: str | None = None,
         persistent: bool = False,
         headers: dict[str, Any] | None = None,
+        expiration_ms: int | None = None,
     ) -> None:
         props = pika.BasicProperties(
             message_id=message_id,
             delivery_mode=pika.DeliveryMode.Persistent if persistent else pika.DeliveryMode.Transient,
             headers=headers,
+            expiration=str(expiration_ms) if expiration_ms is not None else None,
         )
         self.channel.basic_publish("", queue, body, properties=props, mandatory=True)
 
@@ -205,6 +208,18 @@ class PikaSession(Session):
     @translate
     def qos(self, prefetch: int, *, global_: bool = False) -> None:
         self.channel.basic_qos(prefetch_count=prefetch, global_qos=global_)
+
+    @translate
+    def declare_exchange(self, name: str, kind: str = "direct") -> None:
+        self.channel.exchange_declare(name, exchange_type=kind, durable=False, auto_delete=False)
+
+    @translate
+    def delete_exchange(self, name: str) -> None:
+        self.channel.exchange_delete(name)
+
+    @translate
+    def bind_queue(self, queue: str, exchange: str, routing_key: str) -> None:
+        self.channel.queue_bind(queue, exchange, routing_key=routing_key)
 
     @translate
     def select_tx(self) -> None:

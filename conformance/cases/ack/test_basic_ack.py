@@ -12,6 +12,7 @@ from conformance.api import Delivery, Session
 from conformance.case import Case, CaseContext, Obs, delivery_obs
 from conformance.checkers import accepted, all_redelivered, channel_closed_with, returned_exactly
 from conformance.profile import Profile
+from conformance.scenarios import one_held
 from conformance.verdict import Verdict, first_failure
 
 PRECONDITION_FAILED = 406
@@ -42,14 +43,6 @@ def judge_returns(obs: Obs, expected_back: list[str], what: str) -> Verdict:
         returned_exactly(obs["returned"], expected_back, what=what),
         all_redelivered(obs["returned"]),
     )
-
-
-def one_held(ctx: CaseContext) -> tuple[Session, Delivery]:
-    """One message delivered and held unacknowledged on a fresh channel."""
-    q = ctx.queue()
-    ctx.publish(q, 1)
-    session = ctx.session("consumer")
-    return session, session.consume(q, prefetch=10).next(10)
 
 
 def seed_example(session: Session, held: list[Delivery], *, multiple: bool) -> list[str]:

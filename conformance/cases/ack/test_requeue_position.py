@@ -29,7 +29,7 @@ def expected_order(policy: str, published: list[str], returned: list[str]) -> li
 
 class TestRequeuePosition(Case):
     requirement = "ACK-REQUEUE-POSITION"
-    variants = ("consumer-loss", "recover")
+    variants = ("consumer-loss", "recover", "nack")
 
     def scenario(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
@@ -40,12 +40,18 @@ class TestRequeuePosition(Case):
         held_a = ca.next(10)
         cb = sb.consume(q, prefetch=1)
         held_b = cb.next(10)
-        if ctx.variant == "recover":
+        if ctx.variant in ("recover", "nack"):
             ca.cancel()
             cb.cancel()
-            sb.recover(requeue=True)
+            if ctx.variant == "recover":
+                sb.recover(requeue=True)
+            else:
+                sb.nack(held_b.tag, requeue=True)
             ctx.wait_for(lambda: ctx.stats(q).ready == 3, "B's delivery back in the queue")
-            sa.recover(requeue=True)
+            if ctx.variant == "recover":
+                sa.recover(requeue=True)
+            else:
+                sa.nack(held_a.tag, requeue=True)
             ctx.wait_for(lambda: ctx.stats(q).ready == 4, "A's delivery back in the queue")
         else:
             conn_b.cut()

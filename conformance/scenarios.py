@@ -1,0 +1,61 @@
+"""Scenario building blocks several areas share (the generator role): hold deliveries, settle some,
+watch what comes back, and prove the rest with barriers. Each returns plain observations."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from conformance.api import Delivery, Session
+from conformance.case import CaseContext, Obs, delivery_obs
+
+#: What a settle step did: ids it expects back at once (requeued), ids gone for good (acked or
+#: discarded). Everything else held stays held until the channel closes.
+Settle = Callable[[Session, list[Delivery]], tuple[list[str], list[str]]]
+
+
+def ids_at(held: list[Delivery], *positions: int) -> list[str]:
+    return [held[i].message_id or "" for i in positions]
+
+
+def one_held(ctx: CaseContext, queue: str | None = None) -> tuple[Session, Delivery]:
+    """One message delivered and held unacknowledged on a fresh channel."""
+    q = queue or ctx.queue()
+    ctx.publish(q, 1)
+    session = ctx.session("consumer")
+    return session, session.consume(q, prefetch=10).next(10)
+
+
+def settle_and_watch(ctx: CaseContext, n: int, settle: Settle, *, queue: str | None = None) -> Obs:
+    """Hold ``n`` deliveries on one channel, let ``settle`` ack/nack/reject some, then observe:
+
+    - ``back``: what the consumer received again before a sentinel published after the broker
+      processed the settlement (a round trip on the channel is the barrier);
+    - ``remaining``: after acking ``back`` and closing the channel, everything the queue still
+      holds (a sentinel-proven drain), i.e. the held deliveries that were neither settled for good
+      nor returned.
+    """
+    q = queue or ctx.queue()
+    published = ctx.publish(q, n)
+    session = ctx.session("consumer")
+    consumer = session.consume(q, prefetch=100)
+    held = consumer.take(n, timeout=10)
+    expected_back, gone = settle(session, held)
+    answer = ctx.channel_error(session.sync)
+    back: list[Delivery] = []
+    if not answer["closed"]:
+        back = ctx.until_sentinel(consumer, q)
+        for d in [*back, ctx.last_sentinel]:
+            if d is not None:
+                session.ack(d.tag)
+        session.sync()
+        session.close()
+    ctx.await_consumers(q, 0)
+    return {
+        "published": published,
+        "held": [delivery_obs(d) for d in held],
+        "expected_back": expected_back,
+        "gone": gone,
+        "channel": answer,
+        "back": [delivery_obs(d) for d in back],
+        "remaining": [delivery_obs(d) for d in ctx.drain(q)],
+    }
