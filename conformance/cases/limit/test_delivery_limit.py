@@ -1,0 +1,191 @@
+"""x-delivery-limit: poison-message loops end after the documented number of deliveries, the
+x-delivery-count header counts the returns the broker counts, and queue types without limits say so.
+
+Each round returns the one message and then learns, without sleeping, whether it is still there:
+- nack / reject: the next basic.get on the same channel (the broker handles a channel's methods in
+  order, so the get sees the message if the return requeued it; "empty" means it was removed);
+- consumer-loss: a fresh connection consumes it and is cut; the queue's consumer count reaching 0
+  is the barrier (a quorum queue removes the consumer and returns or drops its message in one step),
+  after which the ready count says whether it came back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.api import AckMode
+from conformance.case import Case, CaseContext, Obs
+from conformance.checkers import accepted, channel_closed_with
+from conformance.profile import Profile
+from conformance.verdict import Verdict, first_failure, fmt, holds, same, undocumented
+
+LIMIT = 2
+RETURNS = ("nack", "reject", "consumer-loss")
+
+
+def return_until_gone(ctx: CaseContext, q: str, how: str, rounds: int) -> Obs:
+    """Publish one message, then deliver and return it up to ``rounds`` times (or until it is gone)."""
+    ctx.publish(q, 1, prefix="poison")
+    deliveries: list[dict[str, Any]] = []
+    session = ctx.session("consumer") if how != "consumer-loss" else None
+    gone = False
+    for _ in range(rounds):
+        if session is not None:
+            d = session.get(q, ack_mode=AckMode.MANUAL)
+            if d is None:
+                gone = True
+                break
+        else:
+            if ctx.stats(q).ready == 0:
+                gone = True
+                break
+            conn = ctx.connect("consumer")
+            d = conn.session().consume(q, prefetch=1).next(10)
+        deliveries.append({"redelivered": d.redelivered, "count": d.delivery_count, "has_header": "x-delivery-count" in d.headers})
+        if how == "nack":
+            session.nack(d.tag, requeue=True)  # type: ignore[union-attr]
+        elif how == "reject":
+            session.reject(d.tag, requeue=True)  # type: ignore[union-attr]
+        else:
+            conn.cut()
+            ctx.await_consumers(q, 0)
+    if not gone and session is not None:
+        gone = session.get(q, ack_mode=AckMode.AUTO) is None  # take it out: the loop's last return put it back
+    return {"how": how, "rounds": rounds, "deliveries": deliveries, "gone": gone}
+
+
+def expected_deliveries(profile: Profile, queue_type: str | None, limit: int | None, how: str) -> tuple[int | None, str]:
+    """How many deliveries the profile allows before removal (None: never removed), and why."""
+    counted = profile.entry("delivery-limit.counted-returns", queue_type)
+    rule = profile.entry("delivery-limit.deliveries", queue_type)
+    if counted is None or rule is None or limit is None:
+        return None, "no limit"
+    if how not in counted.value:
+        return None, f"{how} does not count towards the limit ({counted.source})"
+    extra = {"limit+1": 1, "limit": 0}.get(str(rule.value))
+    if extra is None:
+        raise ValueError(f"delivery-limit.deliveries {rule.value!r}: expected 'limit+1' or 'limit'")
+    return limit + extra, f"{rule.value} with limit {limit}"
+
+
+def judge_deliveries(obs: Obs, allowed: int | None, why: str) -> Verdict:
+    n = len(obs["deliveries"])
+    if allowed is None:
+        return holds(
+            n == obs["rounds"],
+            expected=f"the message is never removed ({why}): delivered all {obs['rounds']} times",
+            observed=f"delivered {n} times, then {'removed' if obs['gone'] else 'still there'}",
+            key=f"removed-after-{n}",
+        )
+    return holds(
+        n == allowed and obs["gone"],
+        expected=f"delivered exactly {allowed} times ({why}), then removed",
+        observed=f"delivered {n} times, then {'removed' if obs['gone'] else 'still in the queue'}",
+        key=f"delivered-{n}-{'removed' if obs['gone'] else 'kept'}",
+    )
+
+
+class TestArgumentSupport(Case):
+    requirement = "LIMIT-ARGUMENT-SUPPORT"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        return {"answer": ctx.channel_error(lambda: ctx.queue({"x-delivery-limit": LIMIT}))}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        entry = profile.entry("delivery-limit.support", queue_type)
+        if entry is None:
+            return undocumented("delivery-limit.support", profile)
+        what = f"queue.declare with x-delivery-limit={LIMIT}"
+        if entry.value == "refused-406":
+            return channel_closed_with(obs["answer"], 406, what=what)
+        if entry.value in ("supported", "ignored"):
+            return accepted(obs["answer"], what=what)
+        raise ValueError(f"delivery-limit.support {entry.value!r}: expected supported, refused-406 or ignored")
+
+
+class TestMaxDeliveries(Case):
+    requirement = "LIMIT-MAX-DELIVERIES"
+    variants = RETURNS
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue({"x-delivery-limit": LIMIT})
+        return {**return_until_gone(ctx, q, str(ctx.variant), LIMIT + 4), "limit": LIMIT}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        if profile.entry("delivery-limit.deliveries", queue_type) is None:
+            return undocumented("delivery-limit.deliveries", profile)
+        allowed, why = expected_deliveries(profile, queue_type, obs["limit"], obs["how"])
+        return judge_deliveries(obs, allowed, f"x-delivery-limit {obs['limit']}, returned by {obs['how']}: {why}")
+
+
+class TestCountHeader(Case):
+    requirement = "LIMIT-COUNT-HEADER"
+    variants = RETURNS
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue({"x-delivery-limit": 10})
+        return return_until_gone(ctx, q, str(ctx.variant), 4)
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        first = profile.entry("delivery-count.first", queue_type)
+        counted = profile.entry("delivery-limit.counted-returns", queue_type)
+        if first is None or counted is None:
+            return undocumented("delivery-count.first" if first is None else "delivery-limit.counted-returns", profile)
+        method = "consume" if obs["how"] == "consumer-loss" else "get"
+        rule = first.value[method] if isinstance(first.value, dict) else first.value
+        start = {"zero": 0, "absent": None}[rule]
+        counts = obs["how"] in counted.value
+        expected = [(k if k else start) if counts else start for k in range(len(obs["deliveries"]))]
+        observed = [d["count"] for d in obs["deliveries"]]
+        return first_failure(
+            holds(len(observed) == obs["rounds"], expected=f"{obs['rounds']} deliveries under a limit of 10",
+                  observed=f"{len(observed)} deliveries", key="removed-early"),
+            same(expected, observed, what=f"x-delivery-count per delivery (basic.{method}), returned by {obs['how']} (none = header absent)", spec=False),
+        )
+
+
+class TestDeadLetter(Case):
+    requirement = "LIMIT-DEAD-LETTER"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        dlq = ctx.queue(plain=True, role="dlq")
+        q = ctx.queue({"x-delivery-limit": 1, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+        loop = return_until_gone(ctx, q, "reject", 6)
+        if loop["gone"]:
+            ctx.wait_for(lambda: ctx.stats(dlq).ready >= 1, "the dead-lettered message in the dead-letter queue")
+        dead = ctx.drain(dlq)
+        return {**loop, "source": q, "dead": [{"id": d.message_id, "x-death": _deaths(d.headers)} for d in dead]}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        dead = obs["dead"]
+        first = (dead[0]["x-death"] or [{}])[0] if dead else {}
+        return first_failure(
+            holds(obs["gone"], expected="the message leaves the queue once over the limit", observed="removed" if obs["gone"] else "still in the queue", key="kept"),
+            holds(len(dead) == 1, expected="exactly one copy in the dead-letter queue", observed=f"{len(dead)} copies: {fmt([d['id'] for d in dead])}", key=f"dead-copies-{len(dead)}"),
+            same({"reason": "delivery_limit", "queue": obs["source"]}, {"reason": first.get("reason"), "queue": first.get("queue")},
+                 what="x-death[0] reason and queue", spec=False),
+        )
+
+
+def _deaths(headers: dict[str, Any]) -> list[dict[str, Any]]:
+    """x-death as plain data (times as strings)."""
+    return [{k: (str(v) if k == "time" else v) for k, v in dict(e).items()} for e in headers.get("x-death") or []]
+
+
+class TestDefaultLimit(Case):
+    requirement = "LIMIT-DEFAULT"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        entry = ctx.profile.entry("delivery-limit.default", ctx.queue_type)
+        default = entry.value if entry is not None else None
+        rounds = default + 3 if isinstance(default, int) else 25
+        return {**return_until_gone(ctx, ctx.queue(), "reject", rounds), "default": default}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        entry = profile.entry("delivery-limit.default", queue_type)
+        if entry is None:
+            return undocumented("delivery-limit.default", profile)
+        if entry.value == "none":
+            return judge_deliveries(obs, None, "no default delivery limit")
+        allowed, why = expected_deliveries(profile, queue_type, int(entry.value), "reject")
+        return judge_deliveries(obs, allowed, f"default limit: {why}")
