@@ -44,7 +44,7 @@ _TAIL, _HEAD = "tail-in-return-order", "head-in-return-order"
 # The RabbitMQ version deltas (research broker-semantics.md section 9) each profile must encode.
 # key, queue type, expected value for each profile in RABBIT_IDS order
 VERSION_DELTAS = [
-    ("delivery-count.first", "quorum", ("zero", "absent", "absent", "absent", "absent")),
+    ("delivery-count.first", "quorum", ({"get": "zero", "consume": "absent"}, "absent", "absent", "absent", "absent")),
     ("delivery-limit.default", "quorum", ("none", "none", "none", 20, 20)),
     ("dead-letter.last-death-headers", "quorum", ("absent", "absent", "present", "present", "present")),
     ("dead-letter.last-death-headers", "classic", ("absent", "absent", "present", "present", "present")),
