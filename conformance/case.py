@@ -199,13 +199,18 @@ class CaseContext:
 
     # -- queues and messages -----------------------------------------------------------------
 
+    def queue_name(self, role: str = "q", *, plain: bool = False) -> str:
+        """A unique queue name for this case (to reference a queue before declaring it)."""
+        kind = "classic" if plain else self.queue_type or "default"
+        return f"conformance.{self.requirement.id.lower()}.{kind}.{role}.{uuid.uuid4().hex[:8]}"
+
     def queue(self, arguments: dict[str, Any] | None = None, *, durable: bool | None = None, plain: bool = False,
-              role: str = "q") -> str:
+              role: str = "q", name: str | None = None) -> str:
         """Declare a uniquely named queue of the case's queue type (``plain``: a classic queue, e.g.
         a dead-letter target), deleted after the case. ``arguments`` add to the type's own."""
         qt = None if plain else self.profile.queue_types.get(self.queue_type or "")
         kind = "classic" if plain else self.queue_type or "default"
-        name = f"conformance.{self.requirement.id.lower()}.{kind}.{role}.{uuid.uuid4().hex[:8]}"
+        name = name or self.queue_name(role, plain=plain)
         spec = QueueSpec(
             name=name,
             queue_type=kind,
