@@ -1,0 +1,186 @@
+"""basic.qos prefetch-count: the limit over the whole recorded history, what an ack frees, 0 means
+unlimited, and the scope of global=false/true.
+
+The dispatch barrier: a queue's ready count drops the moment it hands a message to a consumer, so
+"published - ready" is what the broker has dispatched. Whatever was dispatched but not yet seen is
+awaited and recorded before the next acknowledgement, so an excess delivery cannot hide in a
+client buffer: the history the verdict judges is complete.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.api import Consumer, Delivery
+from conformance.case import Case, CaseContext, Obs
+from conformance.checkers import accepted
+from conformance.profile import Profile
+from conformance.verdict import Verdict, first_failure, fmt, holds, same, undocumented
+
+N = 3
+M = 12
+#: Acknowledgement pattern while working through the queue: (how many, multiple?).
+ACKS = ((1, False), (2, True), (3, True), (1, False))
+
+
+def catch_up(ctx: CaseContext, q: str, consumer: Consumer, published: int, seen: list[Delivery], events: list[Any]) -> None:
+    """Receive (and record) everything the broker has dispatched so far."""
+    dispatched = published - ctx.stats(q).ready
+    while len(seen) < dispatched:
+        d = consumer.next(10)
+        seen.append(d)
+        events.append(["deliver", d.message_id])
+
+
+def prefetch_workload(ctx: CaseContext) -> Obs:
+    """A consumer with prefetch N works through M messages with a mix of single and multiple acks."""
+    q = ctx.queue()
+    ctx.publish(q, M)
+    session = ctx.session("consumer")
+    consumer = session.consume(q, prefetch=N)
+    seen: list[Delivery] = []
+    events: list[Any] = []
+    refills: list[dict[str, int]] = []
+    acked = 0
+    step = 0
+    while acked < M:
+        want = min(M, acked + N)
+        ctx.wait_for(lambda: M - ctx.stats(q).ready >= want, f"{want} messages dispatched")
+        catch_up(ctx, q, consumer, M, seen, events)
+        k, multiple = ACKS[step % len(ACKS)]
+        step += 1
+        k = min(k, len(seen) - acked)
+        batch = seen[acked : acked + k]
+        if multiple:
+            session.ack(batch[-1].tag, multiple=True)
+        else:
+            for d in batch:
+                session.ack(d.tag)
+        acked += k
+        events.append(["ack", [d.message_id for d in batch]])
+        session.sync()
+        before = len(seen)
+        if len(seen) < M:
+            expect = min(M, acked + N)
+            ctx.wait_for(lambda: M - ctx.stats(q).ready >= expect, f"{expect} messages dispatched after acking {k}")
+            catch_up(ctx, q, consumer, M, seen, events)
+            refills.append({"acked": k, "received": len(seen) - before, "ready_left": M - before})
+    return {"prefetch": N, "published": M, "events": events, "refills": refills}
+
+
+def max_outstanding(events: list[Any]) -> tuple[int, int]:
+    """The most unacknowledged deliveries held at once, and at which event."""
+    held: set[str] = set()
+    worst, at = 0, -1
+    for i, (kind, what) in enumerate(events):
+        if kind == "deliver":
+            held.add(what)
+            if len(held) > worst:
+                worst, at = len(held), i
+        else:
+            held.difference_update(what)
+    return worst, at
+
+
+class TestPrefetchLimit(Case):
+    requirement = "PREFETCH-LIMIT"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        return prefetch_workload(ctx)
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        worst, at = max_outstanding(obs["events"])
+        delivered = [what for kind, what in obs["events"] if kind == "deliver"]
+        return first_failure(
+            holds(worst <= obs["prefetch"],
+                  expected=f"never more than prefetch-count {obs['prefetch']} unacknowledged deliveries",
+                  observed=f"at most {worst} held at once" + (f" (event {at}: {fmt(obs['events'][max(0, at - 3):at + 1])})" if worst > obs["prefetch"] else ""),
+                  key=f"max-outstanding-{worst}"),
+            holds(len(delivered) == obs["published"] and len(set(delivered)) == obs["published"],
+                  expected=f"all {obs['published']} messages delivered once",
+                  observed=f"{len(delivered)} deliveries of {len(set(delivered))} messages", key="incomplete"),
+        )
+
+
+class TestAckReleases(Case):
+    requirement = "PREFETCH-ACK-RELEASES"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        return prefetch_workload(ctx)
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        want = [min(r["acked"], r["ready_left"]) for r in obs["refills"]]
+        got = [r["received"] for r in obs["refills"]]
+        return same(want, got, what="deliveries received after each acknowledgement (acked, while messages were ready)", spec=False)
+
+
+class TestPrefetchZero(Case):
+    requirement = "PREFETCH-ZERO-UNLIMITED"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        ids = ctx.publish(q, 40)
+        consumer = ctx.session("consumer").consume(q, prefetch=0)
+        got = [d.message_id for d in consumer.take(len(ids), timeout=10)]
+        return {"published": ids, "received_without_ack": got, "ready_after": ctx.stats(q).ready}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        return first_failure(
+            same(sorted(obs["published"]), sorted(obs["received_without_ack"]), what="deliveries received with prefetch-count 0 and no ack"),
+            same(0, obs["ready_after"], what="messages still ready in the queue"),
+        )
+
+
+class TestPrefetchScope(Case):
+    """Consumer A fills the channel's limit of 2 on one queue; consumer B on the same channel then
+    subscribes to an empty queue, which gets one message (confirmed, so the queue has already
+    decided whether B may have it). Per-consumer: B gets it at once. Per-channel: it waits until A
+    acknowledges one."""
+
+    requirement = "PREFETCH-SCOPE"
+    variants = ("global-false", "global-true")
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q1, q2 = ctx.queue(role="a"), ctx.queue(role="b")
+        ctx.publish(q1, 3, prefix="a")
+        session = ctx.session("consumer")
+        session.qos(2, global_=ctx.variant == "global-true")
+        obs: dict[str, Any] = {"variant": ctx.variant}
+        consumers: list[Consumer] = []
+        obs["consume"] = ctx.channel_error(lambda: consumers.append(session.consume(q1)) or session.sync())
+        if obs["consume"]["closed"]:
+            return obs
+        a = consumers[0]
+        held = a.take(2, timeout=10)
+        b = session.consume(q2)
+        ctx.publish(q2, 1, prefix="b")
+        obs["b_held_back"] = ctx.stats(q2).ready == 1
+        if obs["b_held_back"]:
+            session.ack(held[0].tag)
+        obs["b_got"] = b.next(10).message_id
+        return obs
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        if obs["variant"] == "global-false":
+            scope = "per-consumer"
+            source = "RabbitMQ: global=false applies per consumer"
+        else:
+            entry = profile.entry("prefetch.global", queue_type)
+            if entry is None:
+                return undocumented("prefetch.global", profile)
+            scope, source = entry.value, entry.source
+        what = f"basic.qos(2, global={obs['variant'] == 'global-true'}) then basic.consume"
+        if scope == "refused-540":
+            answer = obs["consume"]
+            ok = answer["closed"] and answer["hard"] and answer["code"] == 540
+            return holds(ok, expected=f"{what}: connection closed with 540 NOT_IMPLEMENTED ({source})",
+                         observed=f"{what}: " + (f"{'connection' if answer['hard'] else 'channel'} closed with {answer['code']} {answer['text']}" if answer["closed"] else "accepted"),
+                         key="consume-accepted" if not answer["closed"] else f"closed-{answer['code']}", spec=False)
+        if scope not in ("per-consumer", "per-channel"):
+            raise ValueError(f"prefetch.global {scope!r}: expected per-consumer, per-channel or refused-540")
+        return first_failure(
+            accepted(obs["consume"], what=what),
+            same(scope == "per-channel", obs.get("b_held_back"),
+                 what=f"second consumer's message held back while the first holds 2 ({scope}: {'shared' if scope == 'per-channel' else 'own'} limit)", spec=False),
+            same("b1", obs.get("b_got"), what="second consumer's delivery", spec=False),
+        )
