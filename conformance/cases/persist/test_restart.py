@@ -1,0 +1,108 @@
+"""Persistence across a node restart and kill -9 (broker-level faults, each case runs alone).
+
+Delivery modes map to the Qpid design seed's PERSISTENT (2) and NON_PERSISTENT (1). Messages are
+published over the confirming admin session, so "confirmed" is established before the fault.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.case import Case, CaseContext, Obs
+from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
+from conformance.profile import Profile
+from conformance.verdict import Verdict, first_failure, fmt, holds, same, undocumented
+
+#: How long the restarted broker has to serve the queue again (boot already finished).
+RECOVERY_S = 15.0
+
+
+def after_restart(ctx: CaseContext, q: str, *, kill: bool) -> dict[str, Any]:
+    """Restart (or kill -9 and start) the node, then drain ``q``; an unavailable queue is reported."""
+    ctx.restart_broker(kill=kill)
+    try:
+        ctx.await_queue(q, timeout=RECOVERY_S)
+        drained = ctx.drain(q, op_timeout=RECOVERY_S)
+        return {"drained": [{"id": d.message_id, "persistent": d.persistent} for d in drained], "unavailable": None}
+    except (ConnectionLost, ChannelClosed, OperationTimeout) as exc:
+        return {"drained": [], "unavailable": f"{type(exc).__name__}: {exc}"}
+
+
+def unavailable(obs: Obs, expected: str) -> Verdict:
+    return holds(False, expected=expected, observed=f"the queue could not be consumed within {RECOVERY_S:.0f}s of the restart ({obs['unavailable']})",
+                 key="queue-unavailable-after-kill")
+
+
+class TestConfirmedSurvives(Case):
+    requirement = "PERSIST-CONFIRMED-SURVIVES"
+    variants = ("restart", "kill")
+    disrupts_broker = True
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        ids = ctx.publish(q, 3, prefix="persistent-", persistent=True)
+        return {"variant": ctx.variant, "ids": ids, **after_restart(ctx, q, kill=ctx.variant == "kill")}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        how = "kill -9 and start" if obs["variant"] == "kill" else "restart"
+        if obs["unavailable"]:
+            return unavailable(obs, f"{fmt(obs['ids'])} delivered after {how}")
+        got = [d["id"] for d in obs["drained"]]
+        lost_flag = [d["id"] for d in obs["drained"] if d["persistent"] is not True]
+        return first_failure(
+            same(obs["ids"], got, what=f"confirmed persistent messages after {how}"),
+            holds(not lost_flag, expected="still delivery-mode 2 (persistent)", observed=f"not persistent: {fmt(lost_flag)}" if lost_flag else "all persistent",
+                  key="persistence-flag-lost"),
+        )
+
+
+class TestTransientFate(Case):
+    requirement = "PERSIST-TRANSIENT-FATE"
+    disrupts_broker = True
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        transient = ctx.publish(q, 2, prefix="transient-")
+        control = ctx.publish(q, 1, prefix="persistent-", persistent=True)
+        return {"transient": transient, "control": control, **after_restart(ctx, q, kill=False)}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        entry = profile.entry("persistence.transient-after-restart", queue_type)
+        if entry is None:
+            return undocumented("persistence.transient-after-restart", profile)
+        if obs["unavailable"]:
+            return unavailable(obs, "the queue served after a restart")
+        want = ([*obs["transient"], *obs["control"]] if entry.value == "kept" else obs["control"])
+        got = [d["id"] for d in obs["drained"]]
+        return same(sorted(want), sorted(got), what=f"queue content after restart (transient messages {entry.value} per profile; one persistent control)", spec=False)
+
+
+class TestNonDurableQueueGone(Case):
+    requirement = "PERSIST-NON-DURABLE-QUEUE-GONE"
+    disrupts_broker = True
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        declared: list[str] = []
+        answer = ctx.channel_error(lambda: declared.append(ctx.queue(durable=False)))
+        if answer["closed"]:
+            return {"declare": answer}
+        q = declared[0]
+        ctx.publish(q, 1, persistent=True)
+        ctx.restart_broker(kill=False)
+        return {"declare": answer, "after": ctx.channel_error(lambda: ctx.admin.queue_stats(q))}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        entry = profile.entry("persistence.non-durable-queue", queue_type)
+        if entry is None:
+            return undocumented("persistence.non-durable-queue", profile)
+        declare = obs["declare"]
+        if entry.value == "declare-refused":
+            return holds(declare["closed"], expected="declaring a non-durable queue is refused", observed="declared" if not declare["closed"] else f"refused with {declare['code']}",
+                         key="declared" if not declare["closed"] else None)
+        if declare["closed"]:
+            return holds(False, expected="a non-durable queue can be declared", observed=f"refused with {declare['code']} {declare['text']}", key=f"refused-{declare['code']}")
+        after = obs["after"]
+        return holds(after["closed"] and after["code"] == 404,
+                     expected="after the restart the non-durable queue no longer exists (passive declare: 404 NOT_FOUND)",
+                     observed=f"passive declare: {'closed with ' + str(after['code']) if after['closed'] else 'the queue still exists'}",
+                     key="queue-survived" if not after["closed"] else None)
