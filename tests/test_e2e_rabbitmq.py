@@ -18,6 +18,7 @@ from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cases import all_cases
 from conformance.catalogue import catalogue
 from conformance.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, exit_code, pytest_args, build_parser
+from conformance.profile import select_profile
 from conformance.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
 
@@ -34,10 +35,17 @@ def test_catalogue_passes_on_rabbitmq_classic_and_quorum(rabbit: RabbitMQLocalNo
     assert (run["product"], run["profile"], run["status"]) == ("RabbitMQ", "rabbitmq-3.10", "finished")
     recs = list(read_results(out))
     assert {r["run_id"] for r in recs} == {run["run_id"]}
-    # An external URL cannot be killed by the suite: the broker-fault case says so, nothing else skips.
-    restartless = [r for r in recs if r["verdict"] == "unsupported"]
-    assert all(r["requirement"] == "TX-COMMIT-DURABLE" and "cannot be restarted" in r["reason"] for r in restartless)
-    bad = [(r["case_id"], r["verdict"], r["observed"]) for r in recs if r["verdict"] not in ("pass", "deviation") and r not in restartless]
+    # "unsupported" only where it is due: the profile says so for that queue type, or the case needs
+    # broker faults and an external URL cannot be restarted by the suite.
+    profile = select_profile("RabbitMQ", "3.10.8", "amqp-0-9-1")
+    disruptive = {c.requirement for c in all_cases() if c.disrupts_broker}
+    unsupported = [r for r in recs if r["verdict"] == "unsupported"]
+    for r in unsupported:
+        documented = profile.unsupported_reason(r["requirement"], r["queue_type"])
+        assert (documented is not None and r["reason"] == documented.reason) or (
+            r["requirement"] in disruptive and "cannot be restarted" in r["reason"]), r
+    assert {r["requirement"] for r in unsupported if "cannot be restarted" in r["reason"]} == disruptive
+    bad = [(r["case_id"], r["verdict"], r["observed"]) for r in recs if r["verdict"] not in ("pass", "deviation", "unsupported")]
     assert not bad, bad
     assert all(r["citation"] for r in recs if r["verdict"] == "deviation")
     # every requirement ran on both queue types (nothing silently skipped)
@@ -79,8 +87,9 @@ def test_profile_can_mark_unsupported_and_leave_undocumented(rabbit: RabbitMQLoc
     assert got[("ACK-DOUBLE-ACK-406", "quorum", None)]["reason"] == "test says so"
     assert got[("ACK-DOUBLE-ACK-406", "classic", None)]["verdict"] == "pass"
     assert got[("ACK-REQUEUE-POSITION", "quorum", "recover")]["verdict"] == "undocumented"
+    assert got[("ACK-REQUEUE-POSITION", "quorum", "nack")]["verdict"] == "undocumented"
     assert got[("ACK-REQUEUE-POSITION", "quorum", "consumer-loss")]["verdict"] == "pass"
-    assert len(got) == 6
+    assert len(got) == 8
 
 
 def test_a_broker_killed_mid_run_turns_the_rest_into_errors(tmp_path: Path) -> None:
@@ -144,7 +153,7 @@ def test_every_case_has_a_deadline(rabbit: RabbitMQLocalNode, tmp_path: Path) ->
     proc = run_cli("run", "--target", rabbit.url, "--out", str(out), "--case-timeout", "0.005", "-r", "ACK-REQUEUE-POSITION")
     assert proc.returncode == EXIT_USAGE, proc.stdout[-2000:]
     recs = list(read_results(out))
-    assert len(recs) == 4 and {r["verdict"] for r in recs} == {"error"}
+    assert len(recs) == 6 and {r["verdict"] for r in recs} == {"error"}
     assert all("Timeout" in r["observed"] for r in recs)
 
 

@@ -132,7 +132,7 @@ class TestPrefetchZero(Case):
 
 
 class TestPrefetchScope(Case):
-    """Consumer A fills the channel's limit of 2 on one queue; consumer B on the same channel then
+    """Consumer A fills the channel's limit of 2 with the only 2 messages of its queue; consumer B on the same channel then
     subscribes to an empty queue, which gets one message (confirmed, so the queue has already
     decided whether B may have it). Per-consumer: B gets it at once. Per-channel: it waits until A
     acknowledges one."""
@@ -142,7 +142,7 @@ class TestPrefetchScope(Case):
 
     def scenario(self, ctx: CaseContext) -> Obs:
         q1, q2 = ctx.queue(role="a"), ctx.queue(role="b")
-        ctx.publish(q1, 3, prefix="a")
+        ctx.publish(q1, 2, prefix="a")  # exactly A's share: a freed slot can only go to B
         session = ctx.session("consumer")
         session.qos(2, global_=ctx.variant == "global-true")
         obs: dict[str, Any] = {"variant": ctx.variant}
