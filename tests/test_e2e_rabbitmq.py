@@ -210,3 +210,21 @@ def test_a_failing_case_carries_its_wire_trace_into_junit_and_allure(rabbit: Rab
     for p in out.rglob("*"):
         if p.is_file():
             assert rabbit.password not in p.read_text(errors="replace"), p
+
+
+def test_persistence_area_restarts_and_kills_a_launched_node(tmp_path: Path) -> None:
+    """Broker-level faults inside cases: each persistence case restarts or kills the private node the
+    run launched and finishes on its own; only the documented quorum kill deviation may differ."""
+    out = tmp_path / "run"
+    proc = run_cli("run", "--area", "persist", "--out", str(out), timeout=400)
+    assert proc.returncode == EXIT_OK, proc.stdout[-3000:] + proc.stderr[-2000:]
+    recs = {(r["requirement"], r["queue_type"], r["variant"]): r for r in read_results(out)}
+    assert len(recs) == 8
+    for key, r in recs.items():
+        if key == ("PERSIST-CONFIRMED-SURVIVES", "quorum", "kill") and r["verdict"] == "deviation":
+            assert "10070" in r["citation"]
+        elif key == ("PERSIST-NON-DURABLE-QUEUE-GONE", "quorum", None):
+            assert r["verdict"] == "unsupported" and "always durable" in r["reason"]
+        else:
+            assert r["verdict"] == "pass", (key, r["observed"])
+    assert all(r["duration_s"] < 60 for r in recs.values())

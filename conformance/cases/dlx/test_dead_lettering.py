@@ -136,7 +136,8 @@ class TestXDeathCount(Case):
         want = [{"queue": obs["c1"], "reason": "rejected", "count": 2}, {"queue": obs["c2"], "reason": "rejected", "count": 1}]
         return first_failure(
             same(want, deaths, what="x-death after rejections in c1, c2, c1 (most recent first)", spec=False),
-            same(obs["c1"], dead[0]["headers"].get("x-first-death-queue"), what="x-first-death-queue", spec=False),
+            same({"x-first-death-queue": obs["c1"], "x-first-death-reason": "rejected", "x-first-death-exchange": ""},
+                 {k: dead[0]["headers"].get(k) for k in FIRST_DEATH}, what="x-first-death-* (never changed by later deaths)", spec=False),
         )
 
 

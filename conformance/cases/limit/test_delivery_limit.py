@@ -72,8 +72,8 @@ def judge_deliveries(obs: Obs, allowed: int | None, why: str) -> Verdict:
     n = len(obs["deliveries"])
     if allowed is None:
         return holds(
-            n == obs["rounds"],
-            expected=f"the message is never removed ({why}): delivered all {obs['rounds']} times",
+            n == obs["rounds"] and not obs["gone"],
+            expected=f"the message is never removed ({why}): delivered all {obs['rounds']} times, still there",
             observed=f"delivered {n} times, then {'removed' if obs['gone'] else 'still there'}",
             key=f"removed-after-{n}",
         )
