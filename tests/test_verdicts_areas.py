@@ -516,6 +516,7 @@ PREFETCH_VIOLATIONS: list[Example] = [
     bad("TestAckReleases", "ack-of-3-releases-1", refill(2, 1), QQ, shows="[1, 2, 1, 1, 1, 1]"),
     bad("TestAckReleases", "ack-of-1-releases-nothing", refill(0, 0), shows="[0, 2, 3, 1, 1, 1]"),
     bad("TestAckReleases", "last-ready-withheld", refill(5, 0), shows="[1, 2, 3, 1, 1, 0]"),
+    bad("TestAckReleases", "everything-up-front-no-refill", with_(PREFETCH, refills=[]), shows="no acknowledgement ever freed a slot"),
     # PREFETCH-ZERO-UNLIMITED
     bad("TestPrefetchZero", "m17-held-back", with_(ZERO, received_without_ack=[m for m in msgs(40) if m != "m17"], ready_after=1),
         shows="m15, m16, m18, m19"),
