@@ -122,7 +122,8 @@ def test_drop_and_delay(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
     delay = proxy.arm(Fault(Action.DELAY, "queue.declare-ok", Sender.SERVER, delay_s=0.2))
     start = time.monotonic()
     queue(session)
-    assert time.monotonic() - start >= 0.2 and delay.fired.is_set()
+    assert time.monotonic() - start >= 0.2
+    assert delay.wait(5), "an isolated proxy reports the fault over its pipe, which may trail the frame"
     proxy.arm(Fault(Action.DROP, "channel.open-ok", Sender.SERVER, moment=Moment.BEFORE))
     with pytest.raises(ConnectionLost):
         session_conn = PikaAdapter().connect(proxy.url(rabbit.url), op_timeout=1.0)
