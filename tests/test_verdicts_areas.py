@@ -494,7 +494,7 @@ PREFETCH_GOOD: list[Example] = [
     *everywhere("TestPrefetchLimit", "3-of-12", PREFETCH),
     *everywhere("TestAckReleases", "3-of-12", PREFETCH),
     *everywhere("TestPrefetchZero", "all-40", ZERO),
-    *everywhere("TestPrefetchScope", "global-false-own-limit", SCOPE_OWN),
+    *(ok("TestPrefetchScope", "global-false-own-limit", SCOPE_OWN, qt, p) for p in (RABBIT, P43) for qt in p.queue_types),
     ok("TestPrefetchScope", "global-true-per-channel", SCOPE_SHARED, "classic", RABBIT),
     ok("TestPrefetchScope", "global-true-refused-540", SCOPE_540, QQ, RABBIT),
     *(ok("TestPrefetchScope", "global-true-per-consumer", SCOPE_GLOBAL_OWN, qt, P43) for qt in P43.queue_types),
@@ -636,7 +636,7 @@ def test_area_examples_cover_every_case_of_the_areas() -> None:
 
 def test_version_dependent_entries_are_undocumented_without_profile() -> None:
     for case, obs in (("TestLastDeath", LAST_ABSENT), ("TestTransientFate", TRANSIENT_LOST), ("TestNonDurableQueueGone", NON_DURABLE_GONE),
-                      ("TestArgumentSupport", {"answer": OPEN}), ("TestPrefetchScope", SCOPE_SHARED),
+                      ("TestArgumentSupport", {"answer": OPEN}), ("TestPrefetchScope", SCOPE_SHARED), ("TestPrefetchScope", SCOPE_OWN),
                       ("TestMaxDeliveries", max_deliveries("nack", 3, True)), ("TestCountHeader", looped("nack", [0, 1, 2, 3], False, 4)),
                       ("TestDefaultLimit", DEFAULT_NONE)):
         assert CASES[case]().verdict(obs, BASELINE, "classic").outcome is Outcome.UNDOCUMENTED, case

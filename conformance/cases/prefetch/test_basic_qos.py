@@ -166,14 +166,11 @@ class TestPrefetchScope(Case):
         return obs
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        if obs["variant"] == "global-false":
-            scope = "per-consumer"
-            source = "RabbitMQ: global=false applies per consumer"
-        else:
-            entry = profile.entry("prefetch.global", queue_type)
-            if entry is None:
-                return undocumented("prefetch.global", profile)
-            scope, source = entry.value, entry.source
+        key = "prefetch.non-global" if obs["variant"] == "global-false" else "prefetch.global"
+        entry = profile.entry(key, queue_type)
+        if entry is None:
+            return undocumented(key, profile)
+        scope, source = entry.value, entry.source
         what = f"basic.qos(2, global={obs['variant'] == 'global-true'}) then basic.consume"
         if scope == "refused-540":
             answer = obs["consume"]
