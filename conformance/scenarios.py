@@ -3,7 +3,7 @@ watch what comes back, and prove the rest with barriers. Each returns plain obse
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from conformance.api import Delivery, Session
 from conformance.case import CaseContext, Obs, delivery_obs
@@ -59,3 +59,14 @@ def settle_and_watch(ctx: CaseContext, n: int, settle: Settle, *, queue: str | N
         "back": [delivery_obs(d) for d in back],
         "remaining": [delivery_obs(d) for d in ctx.drain(q)],
     }
+
+
+FIRST_DEATH = ("x-first-death-queue", "x-first-death-reason", "x-first-death-exchange")
+LAST_DEATH = ("x-last-death-queue", "x-last-death-reason", "x-last-death-exchange")
+
+
+def dead_obs(d: Delivery) -> dict[str, Any]:
+    """A dead-lettered delivery as plain data: id, x-death (times as text), the death headers."""
+    deaths = [{k: (str(v) if k == "time" else v) for k, v in dict(e).items()} for e in d.headers.get("x-death") or []]
+    extra = {k: d.headers[k] for k in (*FIRST_DEATH, *LAST_DEATH) if k in d.headers}
+    return {"id": d.message_id, "x-death": deaths, "headers": extra, "expiration": d.expiration}

@@ -442,21 +442,34 @@ GOOD: list[Example] = good_examples()
 # -- the tests -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("ex", [e.param() for e in GOOD])
-def test_compliant_observation_passes(ex: Example) -> None:
+def assert_passes(ex: Example) -> None:
+    """The contract for a compliant observation, shared by every verdict-test module."""
     v = ex.judge()
     assert v.outcome is Outcome.PASS, v.render(CASES[ex.case].requirement, "?")
     assert v.expected and v.observed
 
 
-@pytest.mark.parametrize("ex", [e.param() for e in VIOLATIONS])
-def test_violation_fails(ex: Example) -> None:
+def assert_fails(ex: Example, shows: str | None = None) -> None:
+    """The contract for a violation: FAIL, saying what was expected and what was seen (``shows``:
+    a fragment the observed text must contain, so it failed for this violation and no other)."""
     v = ex.judge()
     assert v.outcome is Outcome.FAIL, v.render(CASES[ex.case].requirement, "?")
     assert v.expected.strip(), "a failing verdict must say what it expected"
     assert v.observed.strip(), "a failing verdict must say what it observed"
     assert v.expected != v.observed, "a failing verdict must tell expected and observed apart"
     assert v.vendor == "fail"
+    if shows is not None:
+        assert shows in v.observed, f"failed for another reason than the violation:\n{v.render(CASES[ex.case].requirement, '?')}"
+
+
+@pytest.mark.parametrize("ex", [e.param() for e in GOOD])
+def test_compliant_observation_passes(ex: Example) -> None:
+    assert_passes(ex)
+
+
+@pytest.mark.parametrize("ex", [e.param() for e in VIOLATIONS])
+def test_violation_fails(ex: Example) -> None:
+    assert_fails(ex)
 
 
 def test_every_case_has_a_good_example_and_violations() -> None:

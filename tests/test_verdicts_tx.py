@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conformance.verdict import Outcome, apply_profile
-from tests.test_verdicts import BASELINE, CASES, OPEN, RABBIT, Example, again, channel_406, connection_closed, first, msgs, soft, with_
+from tests.test_verdicts import BASELINE, CASES, OPEN, RABBIT, Example, again, assert_fails, assert_passes, channel_406, connection_closed, first, msgs, soft, with_
 
 T = ["t1", "t2", "t3"]
 
@@ -148,15 +148,12 @@ TX_VIOLATIONS: list[Example] = [
 
 @pytest.mark.parametrize("ex", [e.param() for e in TX_GOOD])
 def test_compliant_observation_passes(ex: Example) -> None:
-    v = ex.judge()
-    assert v.outcome is Outcome.PASS, v.render(CASES[ex.case].requirement, "?")
+    assert_passes(ex)
 
 
 @pytest.mark.parametrize("ex", [e.param() for e in TX_VIOLATIONS])
 def test_violation_fails(ex: Example) -> None:
-    v = ex.judge()
-    assert v.outcome is Outcome.FAIL, v.render(CASES[ex.case].requirement, "?")
-    assert v.expected.strip() and v.observed.strip() and v.expected != v.observed
+    assert_fails(ex)
 
 
 def test_confirms_exclusivity_is_undocumented_without_profile_entry() -> None:

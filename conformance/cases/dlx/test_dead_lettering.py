@@ -8,21 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.api import AckMode, Delivery
+from conformance.api import AckMode
 from conformance.case import Case, CaseContext, Obs
 from conformance.profile import Profile
+from conformance.scenarios import FIRST_DEATH, LAST_DEATH, dead_obs
 from conformance.verdict import Verdict, first_failure, fmt, holds, same, undocumented
 
 REASON = {"rejected": "rejected", "nacked": "rejected", "expired": "expired", "maxlen": "maxlen"}
-FIRST_DEATH = ("x-first-death-queue", "x-first-death-reason", "x-first-death-exchange")
-LAST_DEATH = ("x-last-death-queue", "x-last-death-reason", "x-last-death-exchange")
-
-
-def dead_obs(d: Delivery) -> dict[str, Any]:
-    """A dead-lettered delivery as plain data: id, x-death (times as text), the death headers."""
-    deaths = [{k: (str(v) if k == "time" else v) for k, v in dict(e).items()} for e in d.headers.get("x-death") or []]
-    extra = {k: d.headers[k] for k in (*FIRST_DEATH, *LAST_DEATH) if k in d.headers}
-    return {"id": d.message_id, "x-death": deaths, "headers": extra, "expiration": d.expiration}
 
 
 def with_dlq(ctx: CaseContext, extra: dict[str, Any] | None = None) -> tuple[str, str]:

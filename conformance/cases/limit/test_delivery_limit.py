@@ -17,6 +17,7 @@ from conformance.api import AckMode
 from conformance.case import Case, CaseContext, Obs
 from conformance.checkers import accepted, channel_closed_with
 from conformance.profile import Profile
+from conformance.scenarios import dead_obs
 from conformance.verdict import Verdict, first_failure, fmt, holds, same, undocumented
 
 LIMIT = 2
@@ -154,7 +155,7 @@ class TestDeadLetter(Case):
         if loop["gone"]:
             ctx.wait_for(lambda: ctx.stats(dlq).ready >= 1, "the dead-lettered message in the dead-letter queue")
         dead = ctx.drain(dlq)
-        return {**loop, "source": q, "dead": [{"id": d.message_id, "x-death": _deaths(d.headers)} for d in dead]}
+        return {**loop, "source": q, "dead": [dead_obs(d) for d in dead]}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         dead = obs["dead"]
@@ -165,11 +166,6 @@ class TestDeadLetter(Case):
             same({"reason": "delivery_limit", "queue": obs["source"]}, {"reason": first.get("reason"), "queue": first.get("queue")},
                  what="x-death[0] reason and queue", spec=False),
         )
-
-
-def _deaths(headers: dict[str, Any]) -> list[dict[str, Any]]:
-    """x-death as plain data (times as strings)."""
-    return [{k: (str(v) if k == "time" else v) for k, v in dict(e).items()} for e in headers.get("x-death") or []]
 
 
 class TestDefaultLimit(Case):
