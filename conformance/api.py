@@ -81,6 +81,10 @@ class Delivery:
     queue: str | None = None
     #: Per-message TTL as the broker delivered it (0-9-1 expiration property), if any.
     expiration: str | None = None
+    #: AMQP 1.0 header first-acquirer (None where the protocol has no such field).
+    first_acquirer: bool | None = None
+    #: The broker settled the delivery at send (AMQP 1.0 pre-settled transfer; 0-9-1 no-ack).
+    presettled: bool | None = None
     received_at: float = field(default_factory=time.monotonic)
 
     def brief(self) -> str:
@@ -93,6 +97,10 @@ class Consumer(abc.ABC):
     tag: str
     queue: str
     ack_mode: AckMode
+    #: What the broker granted where it may differ from what was asked (AMQP 1.0 attach reply:
+    #: snd-settle-mode, distribution-mode). Empty where the protocol grants nothing.
+    granted: dict[str, str] = {}
+    requested: dict[str, str] = {}
 
     @abc.abstractmethod
     def next(self, timeout: float) -> Delivery:
@@ -140,7 +148,10 @@ class Session(abc.ABC):
         ``expiration_ms`` is the per-message TTL."""
 
     @abc.abstractmethod
-    def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None) -> Consumer: ...
+    def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None,
+                browse: bool = False) -> Consumer:
+        """Subscribe. ``browse``: see messages without acquiring them (AMQP 1.0 distribution-mode copy);
+        a protocol without browsing raises Unsupported."""
 
     @abc.abstractmethod
     def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:
@@ -154,6 +165,12 @@ class Session(abc.ABC):
 
     @abc.abstractmethod
     def reject(self, tag: int, *, requeue: bool = True) -> None: ...
+
+    def settle(self, tag: int, outcome: str, *, delivery_failed: bool = False, undeliverable_here: bool = False) -> None:
+        """Settle with an explicit AMQP 1.0 outcome: accepted, released, rejected or modified."""
+        from conformance.errors import Unsupported
+
+        raise Unsupported("this adapter's protocol has no AMQP 1.0 outcomes")
 
     @abc.abstractmethod
     def recover(self, *, requeue: bool = True) -> None: ...

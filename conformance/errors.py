@@ -31,9 +31,15 @@ class Unsupported(AdapterError):
 
 
 class TargetCannot(Unsupported):
-    """The target cannot take a fault the case needs (an external URL cannot be restarted by the suite)."""
+    """The target cannot do what the case needs: take a fault (an external URL cannot be restarted by
+    the suite), or offer a protocol facility (a broker refusing AMQP 1.0's transaction coordinator)."""
 
     by = "target"
+
+
+class SettlementRefused(AdapterError):
+    """The client refuses to settle a delivery the broker settled at send (unreliable link, no-ack):
+    there is nothing left to acknowledge, release or reject."""
 
 
 class OperationTimeout(AdapterError):

@@ -30,7 +30,7 @@ from conformance.api import (
     ServerInfo,
     Session,
 )
-from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout
+from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout, Unsupported
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -96,7 +96,7 @@ class PikaConsumer(Consumer):
         )
 
     def _on_message(self, _ch: BlockingChannel, method: Any, props: Any, body: bytes) -> None:
-        self.buffer.append(to_delivery(method, props, body, self.queue))
+        self.buffer.append(to_delivery(method, props, body, self.queue, no_ack=self.ack_mode is AckMode.AUTO))
 
     @translate_unwatched  # bounded by its own deadline
     def next(self, timeout: float) -> Delivery:
@@ -113,7 +113,7 @@ class PikaConsumer(Consumer):
         self.session.channel.basic_cancel(self.tag)
 
 
-def to_delivery(method: Any, props: Any, body: bytes, queue: str | None) -> Delivery:
+def to_delivery(method: Any, props: Any, body: bytes, queue: str | None, *, no_ack: bool = False) -> Delivery:
     headers = dict(props.headers or {})
     count = headers.get("x-delivery-count")
     return Delivery(
@@ -127,6 +127,7 @@ def to_delivery(method: Any, props: Any, body: bytes, queue: str | None) -> Deli
         consumer_tag=getattr(method, "consumer_tag", None),
         queue=queue,
         expiration=props.expiration,
+        presettled=no_ack,
     )
 
 
@@ -179,7 +180,10 @@ class PikaSession(Session):
         self.channel.basic_publish("", queue, body, properties=props, mandatory=True)
 
     @translate
-    def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None) -> Consumer:
+    def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None,
+                browse: bool = False) -> Consumer:
+        if browse:
+            raise Unsupported("AMQP 0-9-1 has no browsing consumer (no distribution mode copy)")
         if prefetch is not None:
             self.channel.basic_qos(prefetch_count=prefetch)
         return PikaConsumer(self, queue, ack_mode)
@@ -187,7 +191,7 @@ class PikaSession(Session):
     @translate
     def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:
         method, props, body = self.channel.basic_get(queue, auto_ack=ack_mode is AckMode.AUTO)
-        return None if method is None else to_delivery(method, props, body, queue)
+        return None if method is None else to_delivery(method, props, body, queue, no_ack=ack_mode is AckMode.AUTO)
 
     @translate
     def ack(self, tag: int, *, multiple: bool = False) -> None:
