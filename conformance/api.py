@@ -111,6 +111,13 @@ class Consumer(abc.ABC):
         end = time.monotonic() + timeout
         return [self.next(max(0.0, end - time.monotonic())) for _ in range(n)]
 
+    def drain(self, credit: int, timeout: float) -> list[Delivery]:
+        """AMQP 1.0 drain: grant ``credit`` with drain set and return what arrived before the broker
+        answered with the credit used up. Protocols without link credit raise Unsupported."""
+        from conformance.errors import Unsupported
+
+        raise Unsupported("this protocol has no link credit to drain")
+
     @abc.abstractmethod
     def cancel(self) -> None:
         """Stop the subscription (basic.cancel / link detach). Unacknowledged deliveries stay held."""

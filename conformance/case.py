@@ -63,7 +63,12 @@ class ScenarioVoid(AdapterError):
 
 def delivery_obs(d: Delivery) -> Obs:
     """The parts of a delivery a verdict may judge, as plain data."""
-    return {"id": d.message_id, "tag": d.tag, "redelivered": d.redelivered, "delivery_count": d.delivery_count}
+    obs: Obs = {"id": d.message_id, "tag": d.tag, "redelivered": d.redelivered, "delivery_count": d.delivery_count}
+    if d.first_acquirer is not None:
+        obs["first_acquirer"] = d.first_acquirer
+    if d.presettled is not None:
+        obs["presettled"] = d.presettled
+    return obs
 
 
 class CaseContext:

@@ -132,6 +132,9 @@ class _Loop(Handler):
             w.error = event.link.remote_condition
             w.remote_closed = True
 
+    # RabbitMQ 3.x answers a closing detach with closed=false: proton calls that a remote detach.
+    on_link_remote_detach = on_link_remote_close
+
     def on_session_remote_close(self, event: Any) -> None:
         for s in self.sessions.values():
             if s._ssn == event.session:
@@ -253,6 +256,18 @@ class ProtonConsumer(Consumer, _Link):
             return self.buffer.popleft()
         self.session._check()
         raise _condition_error(self.error, f"broker detached the link from {self.address}")
+
+    def drain(self, credit: int, timeout: float) -> list[Delivery]:
+        loop = self.session._loop
+        self.link.drain(credit)
+        loop.wait(lambda: self.link.credit == 0 or self.remote_closed or self.session._remote_closed,
+                  f"the broker's answer to a drain of {credit} credit on {self.address}", timeout)
+        self.session._check()
+        if self.remote_closed:
+            raise _condition_error(self.error, f"broker detached the link from {self.address}")
+        out = list(self.buffer)
+        self.buffer.clear()
+        return out
 
     def cancel(self) -> None:
         self.close()
@@ -517,15 +532,16 @@ class ProtonSession(Session):
         self._default_prefetch = prefetch or None
 
     def sync(self) -> None:
-        """Round trip: attach and detach a probe receiver with no credit on an address this session used."""
+        """Round trip: attach and detach a probe sender on an address this session used."""
         self._check()
         self._loop.pump()
         address = self._last_address
         if address is None:
             return
-        link = self._ssn.receiver(f"sync-{uuid.uuid4().hex[:6]}")
-        link.source.address = address
-        probe = _Sender(self, link, address)  # a link that never gets deliveries: no credit
+        link = self._ssn.sender(f"sync-{uuid.uuid4().hex[:6]}")  # sends nothing; RabbitMQ 3.x leaves the
+        link.target.address = address                          # detach of a creditless receiver unanswered
+        link.target.durability = Terminus.DELIVERIES
+        probe = _Sender(self, link, address)
         try:
             probe.open("a sync probe link")
         finally:
