@@ -52,7 +52,7 @@ class RabbitMQLocalNode(Target):
         *,
         home: str | None = None,
         node_dir: str | None = None,
-        plugins: tuple[str, ...] = (),
+        plugins: tuple[str, ...] = ("rabbitmq_amqp1_0",),
         boot_timeout: float = 90.0,
         keep_dir: bool = False,
         **_: object,

@@ -1,0 +1,71 @@
+"""End to end over AMQP 1.0: the shared catalogue and the link area through the proton adapter
+against RabbitMQ's AMQP 1.0 endpoint (the bundled plugin on the private node), beside AMQP 0-9-1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from adapters.rabbitmq.launcher import RabbitMQLocalNode
+from conformance.cases import all_cases
+from conformance.catalogue import catalogue
+from conformance.cli import EXIT_OK
+from conformance.profile import select_profile
+from conformance.results import read_results, read_run
+from tests.test_e2e_rabbitmq import run_cli
+
+PROFILE = select_profile("RabbitMQ", "3.10.8", "amqp-1.0")
+
+
+def test_catalogue_through_the_proton_adapter(rabbit: RabbitMQLocalNode, tmp_path: Path) -> None:
+    out = tmp_path / "amqp10"
+    proc = run_cli("run", "--target", rabbit.url, "--adapter", "proton", "--out", str(out), "--workers", "2", timeout=240)
+    assert proc.returncode == EXIT_OK, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = read_run(out)
+    assert (run["protocol"], run["profile"], run["status"]) == ("amqp-1.0", "rabbitmq-3.10-amqp10", "finished")
+    recs = list(read_results(out))
+    assert recs and all(r["protocol"] == "amqp-1.0" and r["adapter"] == "proton" for r in recs)
+    reqs = catalogue()
+    disruptive = {c.requirement for c in all_cases() if c.disrupts_broker}
+    ran_10 = set()
+    for r in recs:
+        applies = "amqp-1.0" in reqs[r["requirement"]].protocols
+        if r["verdict"] == "unsupported":
+            documented = PROFILE.unsupported_reason(r["requirement"], r["queue_type"])
+            assert (not applies and "does not apply to amqp-1.0" in r["reason"]) or (
+                documented is not None and r["reason"] == documented.reason) or (
+                r["requirement"] in disruptive and "cannot be restarted" in r["reason"]), r
+        else:
+            assert applies, r
+            assert r["verdict"] in ("pass", "deviation"), (r["case_id"], r["verdict"], r["observed"])
+            ran_10.add(r["requirement"])
+    # The shared requirements really ran over AMQP 1.0, not only the link area.
+    assert {"ACK-REDELIVER-ON-CONNECTION-LOSS", "ACK-ACKED-NEVER-REDELIVERED", "NACK-REJECT-REQUEUE", "NACK-DISCARD",
+            "ACK-CLIENT-CUMULATIVE", "LINK-RELIABLE-REDELIVERED", "LINK-UNRELIABLE-GONE-AT-FETCH", "LINK-ACK-SYNC"} <= ran_10
+    got = {(r["requirement"], r["queue_type"]): r for r in recs if r["variant"] is None}
+    # What 3.10.8's plugin does differently is reported as documented deviations with their citation.
+    for qt in ("classic", "quorum"):
+        browse = got[("LINK-BROWSE-NON-DESTRUCTIVE", qt)]
+        assert browse["verdict"] == "deviation" and "copy" in browse["reason"] and browse["citation"]
+        assert got[("LINK-DRAIN", qt)]["verdict"] == "deviation"
+    assert "7141" in got[("LINK-DRAIN", "classic")]["citation"]
+    # Transactions: the plugin refuses the coordinator; the profile says so.
+    tx = [r for r in recs if r["requirement"] == "TX-PUBLISH-VISIBLE-AFTER-COMMIT"]
+    assert tx and all(r["verdict"] == "unsupported" and "coordinator" in r["reason"] for r in tx)
+
+
+def test_the_same_requirement_compares_across_protocols(rabbit: RabbitMQLocalNode, tmp_path: Path) -> None:
+    """One requirement id, two protocols: both result sets carry it with their protocol beside it."""
+    outs = {}
+    for adapter in ("pika", "proton"):
+        outs[adapter] = tmp_path / adapter
+        proc = run_cli("run", "--target", rabbit.url, "--adapter", adapter, "--area", "link", "--out", str(outs[adapter]))
+        assert proc.returncode == EXIT_OK, proc.stdout[-2000:] + proc.stderr[-2000:]
+    by = {a: {(r["requirement"], r["queue_type"], r["variant"]): r for r in read_results(o)} for a, o in outs.items()}
+    shared = set(by["pika"]) & set(by["proton"])
+    assert ("LINK-UNRELIABLE-NO-SETTLE", "classic", "release") in shared
+    for key in shared:
+        assert (by["pika"][key]["protocol"], by["proton"][key]["protocol"]) == ("amqp-0-9-1", "amqp-1.0")
+    # The refusal is the broker's over 0-9-1 (406) and the client's over 1.0 (pre-settled).
+    k = ("LINK-UNRELIABLE-NO-SETTLE", "classic", "release")
+    assert by["pika"][k]["observations"]["answer"]["refused_by"] == "broker"
+    assert by["proton"][k]["observations"]["answer"]["refused_by"] == "client"
