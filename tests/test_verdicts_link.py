@@ -1,0 +1,118 @@
+"""Verdicts of the unreliable-link area on synthetic observations: each compliant observation passes,
+each violation fails naming what it saw (same contract as tests/test_verdicts.py, whose completeness
+test counts these examples too). AMQP 1.0 examples are judged with the spec-only amqp-1.0 profile
+unless they exercise a documented RabbitMQ 3.10 plugin behaviour."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conformance.profile import select_profile
+from conformance.verdict import Outcome, Verdict, apply_profile
+from tests.test_verdicts import CASES, RABBIT, Example, assert_fails, assert_passes, with_
+
+SPEC10 = select_profile("Other", "1.0", "amqp-1.0")
+P10 = select_profile("RabbitMQ", "3.10.8", "amqp-1.0")
+
+
+def dl(mid: str, tag: int = 1, *, redelivered: bool = False, fa: bool | None = True, count: int | None = 0,
+       presettled: bool | None = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": mid, "tag": tag, "redelivered": redelivered, "delivery_count": count}
+    if fa is not None:
+        out["first_acquirer"] = fa
+    if presettled is not None:
+        out["presettled"] = presettled
+    return out
+
+
+def ex(case: str, name: str, obs: dict[str, Any], profile: Any = SPEC10, qt: str | None = "classic") -> Example:
+    return Example(case, name, obs, queue_type=qt, profile=profile)
+
+
+RELIABLE = {"published": ["m1"], "first": [dl("m1")], "second": [dl("m1", redelivered=True, fa=False, count=1)]}
+GONE = {"published": ["m1", "m2"], "granted": {"snd-settle-mode": "settled"},
+        "fetched": [dl("m1", 1, presettled=True), dl("m2", 2, presettled=True)], "second": []}
+NO_SETTLE = {"published": ["m1"], "fetched": [dl("m1", presettled=True)],
+             "answer": {"refused_by": "client", "text": "pre-settled"}, "after": []}
+SYNC = {"published": ["m1"], "acked": [dl("m1")], "after": []}
+ASYNC = {"published": ["m1", "m2", "m3"], "acked": [dl("m1", 1), dl("m2", 2), dl("m3", 3)], "after": []}
+BROWSE = {"published": ["m1"], "acquirer": [dl("m1")],
+          "browsers": [{"granted": "copy", "seen": [dl("m1")], "ready_while_browsing": 1} for _ in range(3)]}
+DRAIN = {"published": ["m1", "m2", "m3"], "first": [dl("m1")],
+         "drain_with_messages": {"answer": "drained", "got": [dl("m2", 2), dl("m3", 3)]},
+         "drain_empty": {"answer": "drained", "got": []}}
+
+LINK_GOOD: list[Example] = [
+    ex("TestReliableLinkRedelivered", "both-headers", RELIABLE),
+    ex("TestReliableLinkRedelivered", "first-acquirer-only-3.10-plugin", with_(RELIABLE, second=[dl("m1", redelivered=True, fa=False, count=0)]), P10),
+    ex("TestReliableLinkRedelivered", "amqp091-flag", {"published": ["m1"], "first": [dl("m1", fa=None, count=None)],
+                                                       "second": [dl("m1", redelivered=True, fa=None, count=None)]}, RABBIT),
+    ex("TestUnreliableLinkGoneAtFetch", "presettled", GONE),
+    ex("TestUnreliableLinkGoneAtFetch", "amqp091-no-ack", with_(GONE, granted={}), RABBIT),
+    ex("TestUnreliableLinkNoSettle", "client-refuses", NO_SETTLE),
+    ex("TestUnreliableLinkNoSettle", "broker-406", with_(NO_SETTLE, answer={"refused_by": "broker", "text": "406 unknown delivery tag 1"}), RABBIT),
+    ex("TestAckSync", "gone", SYNC),
+    ex("TestAckAsync", "gone", ASYNC),
+    ex("TestBrowseNonDestructive", "three-browsers", BROWSE),
+    ex("TestDrain", "drained-both-times", DRAIN),
+]
+
+LINK_VIOLATIONS: list[tuple[Example, str]] = [
+    (ex("TestReliableLinkRedelivered", "lost", with_(RELIABLE, second=[])), "came back []"),
+    (ex("TestReliableLinkRedelivered", "unmarked", with_(RELIABLE, second=[dl("m1", fa=True, count=0)])), "not marked"),
+    (ex("TestReliableLinkRedelivered", "count-only-but-profile-says-first-acquirer",
+        with_(RELIABLE, second=[dl("m1", redelivered=True, fa=True, count=1)]), P10), "not marked"),
+    (ex("TestReliableLinkRedelivered", "first-already-marked", with_(RELIABLE, first=[dl("m1", redelivered=True, fa=False)])), "already marked"),
+    (ex("TestReliableLinkRedelivered", "duplicated", with_(RELIABLE, second=[dl("m1", redelivered=True, fa=False, count=1)] * 2)), "duplicated"),
+    (ex("TestUnreliableLinkGoneAtFetch", "came-back", with_(GONE, second=[dl("m1", redelivered=True, fa=False)])), "unexpected [m1]"),
+    (ex("TestUnreliableLinkGoneAtFetch", "sent-unsettled", with_(GONE, fetched=[dl("m1", 1), dl("m2", 2, presettled=True)])), "unsettled: [m1]"),
+    (ex("TestUnreliableLinkGoneAtFetch", "granted-unsettled", with_(GONE, granted={"snd-settle-mode": "unsettled"})), "granted snd-settle-mode unsettled"),
+    (ex("TestUnreliableLinkGoneAtFetch", "lost-one", with_(GONE, fetched=[dl("m1", presettled=True)])), "missing [m2]"),
+    (ex("TestUnreliableLinkNoSettle", "release-accepted", with_(NO_SETTLE, answer={"refused_by": None, "text": ""})), "accepted without complaint"),
+    (ex("TestUnreliableLinkNoSettle", "released-back", with_(NO_SETTLE, after=[dl("m1", redelivered=True)])), "unexpected [m1]"),
+    (ex("TestAckSync", "resurrected", with_(SYNC, after=[dl("m1", redelivered=True, fa=False)])), "unexpected [m1]"),
+    (ex("TestAckSync", "never-delivered", with_(SYNC, acked=[])), "missing [m1]"),
+    (ex("TestAckAsync", "one-back", with_(ASYNC, after=[dl("m2", redelivered=True, fa=False)])), "unexpected [m2]"),
+    (ex("TestAckAsync", "short", with_(ASYNC, acked=ASYNC["acked"][:2])), "missing [m3]"),
+    (ex("TestBrowseNonDestructive", "acquired", with_(BROWSE, browsers=[{**BROWSE["browsers"][0], "ready_while_browsing": 0}] + BROWSE["browsers"][1:])), "ready = 0"),
+    (ex("TestBrowseNonDestructive", "seen-as-reacquired", with_(BROWSE, browsers=BROWSE["browsers"][:1] + [
+        {"granted": "copy", "seen": [dl("m1", redelivered=True, fa=False)], "ready_while_browsing": 1}] + BROWSE["browsers"][2:])), "first-acquirer=false"),
+    (ex("TestBrowseNonDestructive", "second-browser-blind", with_(BROWSE, browsers=BROWSE["browsers"][:1] + [
+        {"granted": "copy", "seen": [], "ready_while_browsing": 1}] + BROWSE["browsers"][2:])), "missing [m1]"),
+    (ex("TestBrowseNonDestructive", "gone-after-browsing", with_(BROWSE, acquirer=[])), "missing [m1]"),
+    (ex("TestDrain", "session-crash", with_(DRAIN, drain_with_messages={"answer": "session ended: amqp:internal-error", "got": []},
+                                           drain_empty={"answer": "not tried", "got": []})), "session ended"),
+    (ex("TestDrain", "empty-unanswered", with_(DRAIN, drain_empty={"answer": "no flow answer within 3s", "got": []})), "no flow answer"),
+    (ex("TestDrain", "withheld-one", with_(DRAIN, drain_with_messages={"answer": "drained", "got": [dl("m2", 2)]})), "missing [m3]"),
+]
+
+
+@pytest.mark.parametrize("e", [e.param() for e in LINK_GOOD])
+def test_link_compliant_observation_passes(e: Example) -> None:
+    assert_passes(e)
+
+
+@pytest.mark.parametrize("e,shows", [pytest.param(e, s, id=e.id) for e, s in LINK_VIOLATIONS])
+def test_link_violation_fails(e: Example, shows: str) -> None:
+    assert_fails(e, shows)
+
+
+def on_3_10(name: str, qt: str) -> Verdict:
+    e = next(e for e, _ in LINK_VIOLATIONS if e.name == name)
+    return apply_profile(Example(e.case, e.name, e.obs, queue_type=qt, profile=P10).judge(), CASES[e.case].requirement, qt, P10)
+
+
+@pytest.mark.parametrize("qt", ["classic", "quorum"])
+def test_browse_that_acquires_is_the_documented_3_10_deviation(qt: str) -> None:
+    v = on_3_10("acquired", qt)
+    assert v.outcome is Outcome.DEVIATION and "3.10.8" in v.citation and "copy" in v.reason
+
+
+def test_drain_crash_is_a_deviation_on_classic_only() -> None:
+    assert on_3_10("session-crash", "classic").outcome is Outcome.DEVIATION
+    assert "7141" in on_3_10("session-crash", "classic").citation
+    assert on_3_10("session-crash", "quorum").outcome is Outcome.FAIL
+    assert on_3_10("empty-unanswered", "quorum").outcome is Outcome.DEVIATION
+    assert on_3_10("withheld-one", "quorum").outcome is Outcome.FAIL
