@@ -79,7 +79,6 @@ def test_cli_with_the_proton_adapter_and_no_broker_exits_2_in_one_line() -> None
 def test_container_targets_without_docker_fail_in_one_line(target: str) -> None:
     """No Docker engine on this machine: the container target says so in one line and exits 2."""
     import shutil
-    import subprocess
 
     if shutil.which("dockerd") or Path("/var/run/docker.sock").exists():
         pytest.skip("a Docker engine is present here: the container target would start")
@@ -87,4 +86,3 @@ def test_container_targets_without_docker_fail_in_one_line(target: str) -> None:
     assert proc.returncode == 2, proc.stdout[-1500:] + proc.stderr[-1500:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "needs a Docker engine" in lines[0] and "external URL" in lines[0]
-    del subprocess

@@ -24,6 +24,8 @@ from conformance.errors import Unsupported
 
 class QueueAdmin(Protocol):
     name: str
+    #: The backend reads queue counters (ready, consumers).
+    counts: bool
 
     def declare_queue(self, spec: QueueSpec) -> str: ...
     def delete_queue(self, name: str) -> None: ...
@@ -38,6 +40,7 @@ class Amqp091Admin:
     """A lazily opened AMQP 0-9-1 session on the same URL, for setup and counters only."""
 
     name = "amqp091"
+    counts = True
 
     def __init__(self, url: str, *, op_timeout: float | None) -> None:
         self._url = url
@@ -87,6 +90,7 @@ class NodeOnAttachAdmin:
     """For brokers that create a node when it is first addressed; nothing else can be administered."""
 
     name = "none"
+    counts = False
 
     def __init__(self, product: str) -> None:
         self._product = product

@@ -196,19 +196,22 @@ class _Link:
 class _Sender(_Link):
     def on_delivery(self, d: Any) -> None:
         if d.remote_state or d.settled:
-            if not d.settled or d.remote_state:
-                d.settle()
+            d.settle()
 
 
 class ProtonConsumer(Consumer, _Link):
-    def __init__(self, session: "ProtonSession", queue: str, ack_mode: AckMode, prefetch: int | None, browse: bool) -> None:
+    def __init__(self, session: "ProtonSession", queue: str, ack_mode: AckMode, prefetch: int | None, browse: bool,
+                 *, for_get: bool = False) -> None:
+        """``for_get``: the link behind :meth:`ProtonSession.get`, which grants credit one message at
+        a time itself (no initial credit, none replenished)."""
         self.queue = queue
         self.ack_mode = ack_mode
-        self.window = prefetch if prefetch else None
+        self.window = 1 if for_get else prefetch if prefetch else None
+        self.replenish = not for_get
         self.browse = browse
         self.buffer: collections.deque[Delivery] = collections.deque()
         address = session._address(queue)
-        link = session._ssn.receiver(f"{queue}-r-{uuid.uuid4().hex[:6]}")
+        link = session._ssn.receiver(f"{queue}-{'g' if for_get else 'r'}-{uuid.uuid4().hex[:6]}")
         link.source.address = address
         link.target.address = None
         if browse:
@@ -224,8 +227,9 @@ class ProtonConsumer(Consumer, _Link):
         }
         self.requested = {"snd-settle-mode": "settled" if ack_mode is AckMode.AUTO else "unsettled",
                           "distribution-mode": "copy" if browse else "unspecified"}
-        self.link.flow(self.window or WINDOW)
-        session._loop.pump()
+        if not for_get:
+            self.link.flow(self.window or WINDOW)
+            session._loop.pump()
 
     def on_delivery(self, d: Any) -> None:
         if not d.readable or d.partial:
@@ -237,9 +241,6 @@ class ProtonConsumer(Consumer, _Link):
         if self.replenish and (self.window is None or self.ack_mode is AckMode.AUTO):
             if self.link.credit < (self.window or WINDOW) // 2:
                 self.link.flow((self.window or WINDOW) - self.link.credit)
-
-    #: False for a get's link: its credit is granted one message at a time by get() itself.
-    replenish = True
 
     def settled_one(self) -> None:
         """A delivery of this link was settled by the client: one more may be in flight."""
@@ -417,18 +418,18 @@ class ProtonSession(Session):
         return ProtonConsumer(self, queue, ack_mode, prefetch if prefetch is not None else self._default_prefetch, browse)
 
     def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:
-        """One message with credit 1. Where the broker honours drain, drain proves emptiness; where it
-        does not (RabbitMQ's 3.x plugin crashed the session on a drained classic queue: rabbitmq-server
-        #7119), the queue's ready count from the admin backend does."""
+        """One message with credit 1. Emptiness is proven by the admin backend's ready count where it
+        keeps counts, else by a drain. (Not drain first: RabbitMQ's 3.x plugin crashes the session on a
+        drained classic queue, rabbitmq-server#7119, and a get must work wherever the case needs it.)"""
         self._check()
         key = (queue, ack_mode)
         g = self._getters.get(key)
         if g is None or g.remote_closed:
-            g = self._getter(queue, ack_mode)
+            g = ProtonConsumer(self, queue, ack_mode, 1, False, for_get=True)
             self._getters[key] = g
         if g.buffer:
             return g.buffer.popleft()
-        if self._conn.drain_ok:
+        if not self._admin().counts:
             g.link.drain(1)
             self._loop.wait(lambda: bool(g.buffer) or g.link.credit == 0 or g.remote_closed, f"a drained get from {queue}", timeout)
         else:
@@ -446,21 +447,6 @@ class ProtonSession(Session):
         if g.remote_closed:
             raise _condition_error(g.error, f"broker detached the link from {g.address}")
         return None
-
-    def _getter(self, queue: str, ack_mode: AckMode) -> ProtonConsumer:
-        g = ProtonConsumer.__new__(ProtonConsumer)
-        g.queue, g.ack_mode, g.window, g.browse, g.replenish = queue, ack_mode, 1, False, False
-        g.buffer = collections.deque()
-        address = self._address(queue)
-        link = self._ssn.receiver(f"{queue}-g-{uuid.uuid4().hex[:6]}")
-        link.source.address = address
-        link.snd_settle_mode = Link.SND_SETTLED if ack_mode is AckMode.AUTO else Link.SND_UNSETTLED
-        link.rcv_settle_mode = Link.RCV_FIRST
-        _Link.__init__(g, self, link, address)
-        g.tag = link.name
-        g.open(f"a receiving link from {address}")
-        g.granted, g.requested = {}, {}
-        return g
 
     # -- settlement ------------------------------------------------------------------------------
 
@@ -562,7 +548,6 @@ class ProtonSession(Session):
         try:
             c.open("a transaction coordinator link")
         except ChannelClosed as exc:
-            self._remote_closed = False if self._ssn.state & Endpoint.REMOTE_ACTIVE else self._remote_closed
             raise TargetCannot(f"the broker refused the transaction coordinator ({exc.text})") from None
         self._coordinator = c
         self._declare()
@@ -643,7 +628,6 @@ class ProtonConnection(Connection):
         rabbit = self.server.product.lower() == "rabbitmq"
         #: RabbitMQ 4 introduced the v2 address format (/queues/<q>); 3.x's plugin used /amq/queue/<q>.
         self._prefix = ("/queues/" if major >= 4 else "/amq/queue/") if rabbit else ""
-        self.drain_ok = not (rabbit and major < 4)
 
     def address(self, queue: str) -> str:
         from urllib.parse import quote
