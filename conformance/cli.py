@@ -48,7 +48,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--case-timeout", type=float, default=60.0, help="deadline per case in seconds (default 60)")
     run.add_argument("--keep-history", action="store_true", help="keep the operation history of passing cases too")
     run.add_argument("--verbose", "-v", action="store_true", help="one line per case")
+    run.add_argument("--mutation", help="make the target faulty on purpose: run through a proxy applying this protocol mutation (see conformance selftest --list)")
     run.set_defaults(func=cmd_run)
+
+    st = sub.add_parser("selftest", help="prove the catalogue can fail: run it clean and through each protocol mutation, write the kill matrix")
+    st.add_argument("--target", default="rabbitmq-local", help="broker URL or launcher name (default: rabbitmq-local, a private node)")
+    st.add_argument("--adapter", help="adapter plugin (default: the one speaking the URL's scheme); its protocol picks the mutations")
+    st.add_argument("--profile", help="profile id or YAML file")
+    st.add_argument("--out", type=Path, help="output folder (default: runs/selftest-<timestamp>)")
+    st.add_argument("--area", action="append", help="only this area (repeatable)")
+    st.add_argument("--mutation", "-m", action="append", help="only this mutation (repeatable; default: every mutation of the protocol)")
+    st.add_argument("--workers", "-n", type=int, default=2, help="worker processes per run (default 2)")
+    st.add_argument("--parallel", "-p", type=int, default=2, help="mutation runs at once (default 2)")
+    st.add_argument("--case-timeout", type=float, default=30.0, help="deadline per case in seconds (default 30)")
+    st.add_argument("--list", action="store_true", help="list the mutations and what each is declared to break, then exit")
+    st.set_defaults(func=cmd_selftest)
 
     ls = sub.add_parser("list", help="print the requirement catalogue")
     ls.add_argument("--area", help="only this area")
@@ -86,6 +100,54 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_selftest(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from conformance.api import adapter_for
+    from conformance.errors import ConformanceError
+    from conformance.mutations import available, expectations
+    from conformance.selftest import Options, selftest
+    from conformance.targets import make_target, redact
+
+    console = Console(highlight=False)
+    if args.list:
+        declared = expectations()
+        for m in available():
+            exp = declared.get(m.name)
+            console.print(f"[bold]{m.name}[/bold] ({m.protocol}): {m.description}", markup=True)
+            console.print(f"    breaks: {', '.join(exp.breaks) if exp else '(not declared)'}", markup=False)
+        return EXIT_OK
+    check_selection([], args.area or [])
+    if args.workers < 1 or args.parallel < 1:
+        raise UsageError("--workers and --parallel must be at least 1")
+    out = args.out or Path("runs") / time.strftime("selftest-%Y%m%dT%H%M%SZ", time.gmtime())
+    try:
+        target = make_target(args.target)
+        target.start()
+    except ConformanceError as exc:
+        raise UsageError(str(exc).replace(args.target, redact(args.target))) from None
+    try:
+        from urllib.parse import urlsplit
+
+        protocol = adapter_for(urlsplit(target.url).scheme, args.adapter)().protocol
+        opts = Options(target_url=target.url, handle=target.handle(), protocol=protocol, out=out, adapter=args.adapter,
+                       profile=args.profile, areas=args.area or [], mutations=args.mutation or [], workers=args.workers,
+                       parallel=args.parallel, case_timeout=args.case_timeout)
+        matrix = selftest(opts, say=lambda text: console.print(text, markup=False))
+    finally:
+        target.stop()
+    c = matrix["counts"]
+    console.print(f"kill matrix: {c['cases']} cases ({c['provable']} provable), {c['mutations']} mutations, {c['kills']} kills, "
+                  f"{c['blind_spots']} blind spots, {c['unexercised']} unexercised, {c['unproven']} unproven ({c['unproven_must']} MUST), "
+                  f"{c['false_alarms']} false alarms, {matrix['wall_s']:.0f}s", markup=False)
+    for problem in matrix["problems"]:
+        console.print(f"PROBLEM: {problem}", markup=False)
+    for case in matrix["unproven"]:
+        console.print(f"  unproven: {case}", markup=False)
+    console.print(f"kill matrix: {out}/killmatrix.json  {out}/killmatrix.md", markup=False)
+    return EXIT_OK if matrix["ok"] else EXIT_FAIL
+
+
 def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
     from conformance.cases import CASES_DIR
 
@@ -115,6 +177,12 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
         argv += ["--area", area]
     if args.keep_history:
         argv.append("--keep-history")
+    if getattr(args, "mutation", None):
+        from conformance.mutations import make
+
+        if args.mutation not in ("none", "probe"):
+            make(args.mutation)  # an unknown name is a one-line usage error, before anything starts
+        argv += ["--mutation", args.mutation]
     if args.workers > 1:
         argv += ["-n", str(args.workers)]
     return argv

@@ -30,6 +30,7 @@ from typing import Any, Callable, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from conformance.faults import Action, Fault, Moment, Sender
+from conformance.mutations import Mutation, Mutator, Probe, make as make_mutation
 from conformance.wire import Codec, Frame, MalformedFrame, codec_for
 
 READ_CHUNK = 256 * 1024
@@ -164,6 +165,8 @@ class _Link:
     dropped: set[Sender] = field(default_factory=set)
     counts: dict[Sender, int] = field(default_factory=lambda: {Sender.CLIENT: 0, Sender.SERVER: 0})
     family: type[Codec] | None = None
+    #: The mutation operator's state on this connection (None: frames are forwarded unchanged).
+    mutator: Mutator | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     #: Closed while an "after forwarding" fault waits for its frame to land and acts: the other
     #: direction must not forward the peer's reply in that window (that would make "after the
@@ -202,6 +205,31 @@ class _Link:
             return False
         writer.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
         return True
+
+
+class _MutationIO:
+    """What a mutation operator may do to the one connection it rewrites (runs on the proxy's loop)."""
+
+    def __init__(self, link: _Link, trace: "Trace") -> None:
+        self.link = link
+        self.conn = link.id
+        self._trace = trace
+
+    def _write(self, writer: asyncio.StreamWriter | None, raws: list[bytes]) -> None:
+        if raws and writer is not None and not self.link.closed:
+            writer.write(b"".join(raws))
+
+    def to_server(self, raws: list[bytes]) -> None:
+        self._write(self.link.server, raws)
+
+    def to_client(self, raws: list[bytes]) -> None:
+        self._write(self.link.client, raws)
+
+    def note(self, text: str) -> None:
+        self._trace.note(self.conn, text)
+
+    def later(self, delay_s: float, fn: Callable[[], None]) -> None:
+        asyncio.get_running_loop().call_later(delay_s, fn)
 
 
 class ProxyBase:
@@ -248,6 +276,10 @@ class ProxyBase:
         """Client connections made through the proxy so far."""
         raise NotImplementedError
 
+    def mutation_stats(self) -> dict[str, Any] | None:
+        """The mutation this proxy applies and how many frames it rewrote, or None."""
+        raise NotImplementedError
+
     def __enter__(self) -> Self:
         return self.start()
 
@@ -268,8 +300,14 @@ class FaultProxy(ProxyBase):
         trace_limit: int = 20000,
         on_event: Callable[[str], None] | None = None,
         on_fired: Callable[[Fault], None] | None = None,
+        mutation: str | None = None,
     ) -> None:
         self.upstream = upstream
+        #: Rewrites frames on every connection whose protocol it speaks (conformance.mutations).
+        #: "probe" rewrites nothing and records which operators would have; "none" is a plain relay.
+        self.mutation: Mutation | None = make_mutation(mutation) if mutation not in (None, "", "none", "probe") else None
+        self.probing = mutation == "probe"
+        self.probed: dict[str, set[str]] = {}
         self.trace = Trace(trace_limit)
         self._errors: list[str] = []
         self.port = 0
@@ -357,6 +395,14 @@ class FaultProxy(ProxyBase):
     def connections(self) -> int:
         return len(self._links)
 
+    def mutation_stats(self) -> dict[str, Any] | None:
+        m = self.mutation
+        if self.probing:
+            return {"spec": "probe", "touches": {name: sorted(conns) for name, conns in self.probed.items()}}
+        if m is None:
+            return None
+        return {"spec": m.spec, "name": m.name, "protocol": m.protocol, "description": m.description, "rewritten": m.rewritten}
+
     # -- relay (runs on the proxy's loop) -------------------------------------------------------
 
     def _report(self, conn: int, text: str) -> None:
@@ -395,6 +441,11 @@ class FaultProxy(ProxyBase):
             if family is None:
                 raise MalformedFrame(f"not an AMQP protocol header: {first[:8]!r}")
             link.family = family
+            if self.mutation is not None and self.mutation.protocol == family.protocol:
+                link.mutator = self.mutation.mutator(_MutationIO(link, self.trace))
+            elif self.probing:
+                probe = Mutation("probe", family.protocol, "records which operators would rewrite a frame", Probe)
+                link.mutator = Probe(probe, _MutationIO(link, self.trace), None, family.protocol, self.probed)
             link.ready.set()
         else:
             await link.ready.wait()
@@ -411,6 +462,7 @@ class FaultProxy(ProxyBase):
                 if link.closed:
                     return
                 if not data:
+                    self._last_words(link, sender)
                     pending = codec.pending if codec is not None else 0
                     if pending:
                         self._report(link.id, f"{sender.value} closed the connection {pending} bytes into a frame (truncated frame discarded)")
@@ -426,15 +478,20 @@ class FaultProxy(ProxyBase):
                     codec = await self._codec(link, sender, data)
                 out: list[bytes] = []
                 trace, who, faults = self.trace, sender.value, self._faults
+                mutator = link.mutator
                 for frame in codec.feed(data):
                     index = link.counts[sender] = link.counts[sender] + 1
                     trace.frame(link.id, who, index, frame)
+                    raws = self._mutate(link, mutator, sender, frame) if mutator is not None else None
                     fault = self._match(link, sender, frame) if faults else None
                     if fault is None:
-                        out.append(frame.raw)
+                        if raws is None:
+                            out.append(frame.raw)
+                        else:
+                            out += raws
                         continue
                     if fault.moment is Moment.AFTER:
-                        out.append(frame.raw)
+                        out += [frame.raw] if raws is None else raws
                     if out and not await link.send(writer, out, sender, self.trace):
                         return
                     out = []
@@ -448,7 +505,7 @@ class FaultProxy(ProxyBase):
                             link.gate.set()
                     else:
                         if fault.action is Action.DELAY:
-                            out.append(frame.raw)
+                            out += [frame.raw] if raws is None else raws
                         await self._fire(link, sender, fault)
                     if link.closed or link.stalled or sender in link.dropped:
                         out = []
@@ -465,11 +522,38 @@ class FaultProxy(ProxyBase):
         except (ConnectionResetError, BrokenPipeError, ConnectionAbortedError) as exc:
             if not link.closed:
                 self.trace.note(link.id, f"{sender.value} side reset ({type(exc).__name__}); resetting the {other} side")
-                link.reset()
+                if self._last_words(link, sender):
+                    link.finish()
+                else:
+                    link.reset()
         except Exception as exc:  # the proxy never takes the run down with it
             if not link.closed:
                 self._report(link.id, f"proxy error on the {sender.value} side: {exc!r}; connection reset")
                 link.reset()
+
+    def _mutate(self, link: _Link, mutator: Mutator, sender: Sender, frame: Frame) -> list[bytes] | None:
+        """The frames to forward in ``frame``'s place; a failing operator leaves the frame unchanged."""
+        try:
+            return mutator.rewrite(sender, frame)
+        except Exception as exc:
+            self.trace.note(link.id, f"MUTATION {mutator.mutation.spec} not applied to {frame.name}: {exc!r}; forwarded unchanged")
+            return None
+
+    def _last_words(self, link: _Link, sender: Sender) -> bool:
+        """``sender`` went away: forward what the mutation adds before the other side closes (FIN, so
+        the peer reads it). True if anything was sent."""
+        if link.mutator is None or link.closed:
+            return False
+        try:
+            raws = link.mutator.closing(sender)
+        except Exception as exc:
+            self.trace.note(link.id, f"MUTATION {link.mutator.mutation.spec} failed at close: {exc!r}")
+            return False
+        writer = link.server if sender is Sender.CLIENT else link.client
+        if not raws or writer is None:
+            return False
+        writer.write(b"".join(raws))
+        return True
 
     def _match(self, link: _Link, sender: Sender, frame: Frame) -> Fault | None:
         hit = None

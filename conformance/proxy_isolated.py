@@ -75,8 +75,10 @@ class IsolatedFaultProxy(ProxyBase):
         *,
         trace_limit: int = 20000,
         on_event: Callable[[str], None] | None = None,
+        mutation: str | None = None,
     ) -> None:
         self.upstream = upstream
+        self.mutation = mutation
         self.port = 0
         self.trace = RemoteTrace(self)
         self._trace_limit = trace_limit
@@ -97,7 +99,7 @@ class IsolatedFaultProxy(ProxyBase):
     def start(self) -> "IsolatedFaultProxy":
         ctx = _mp_context()
         parent, child = ctx.Pipe()
-        self._process = ctx.Process(target=_serve, args=(child, self.upstream, self._trace_limit), daemon=True, name="fault-proxy")
+        self._process = ctx.Process(target=_serve, args=(child, self.upstream, self._trace_limit, self.mutation), daemon=True, name="fault-proxy")
         self._process.start()
         child.close()
         self._conn = parent
@@ -120,10 +122,10 @@ class IsolatedFaultProxy(ProxyBase):
         if self._final is not None or self._conn is None:
             return
         try:
-            self._final = {key: self._call(key) for key in ("trace", "trace_total", "errors", "connections")}
+            self._final = {key: self._call(key) for key in ("trace", "trace_total", "errors", "connections", "mutation")}
             self._call("close")
         except ProxyProcessError as exc:
-            self._final = {"trace": (0.0, 0, []), "trace_total": 0, "errors": [str(exc)], "connections": 0}
+            self._final = {"trace": (0.0, 0, []), "trace_total": 0, "errors": [str(exc)], "connections": 0, "mutation": None}
         self._process.join(5)
         if self._process.is_alive():
             self._process.kill()
@@ -154,6 +156,9 @@ class IsolatedFaultProxy(ProxyBase):
     @property
     def connections(self) -> int:
         return int(self._state("connections"))
+
+    def mutation_stats(self) -> dict[str, Any] | None:
+        return self._state("mutation")  # type: ignore[no-any-return]
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -218,7 +223,7 @@ class IsolatedFaultProxy(ProxyBase):
         self._pending.clear()
 
 
-def _serve(conn: Connection, upstream: tuple[str, int], trace_limit: int) -> None:
+def _serve(conn: Connection, upstream: tuple[str, int], trace_limit: int, mutation: str | None = None) -> None:
     """The child: a thread-mode FaultProxy driven over ``conn`` until told to close or orphaned."""
     send_lock = threading.Lock()
 
@@ -233,6 +238,7 @@ def _serve(conn: Connection, upstream: tuple[str, int], trace_limit: int) -> Non
         trace_limit=trace_limit,
         on_event=lambda text: send(("event", text)),
         on_fired=lambda f: send(("fired", fired_ids[id(f)], f.hit)),
+        mutation=mutation,
     )
     try:
         engine.start()
@@ -265,6 +271,8 @@ def _serve(conn: Connection, upstream: tuple[str, int], trace_limit: int) -> Non
                     value = engine.errors
                 elif op == "connections":
                     value = engine.connections
+                elif op == "mutation":
+                    value = engine.mutation_stats()
                 elif op == "close":
                     engine.close()
                     send(("reply", rid, True, None))

@@ -29,6 +29,7 @@ from conformance.catalogue import Requirement, check_selection, requirement
 from conformance.errors import ConformanceError, ConnectionLost, TargetError, Unsupported, UsageError
 from conformance.history import History
 from conformance.profile import Profile, select_profile
+from conformance.proxy_isolated import IsolatedFaultProxy
 from conformance.results import ResultsWriter, read_results, read_run
 from conformance.targets import Target, attach_target, make_target, probe_tcp, redact
 from conformance.verdict import Outcome, Verdict, apply_profile
@@ -51,6 +52,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--keep-history", action="store_true", help="keep the operation history and wire trace of passing cases too")
     g.addoption("--requirement", action="append", help="run only the cases of this requirement id (repeatable)")
     g.addoption("--area", action="append", help="run only the cases of this area (repeatable)")
+    g.addoption("--mutation", help="run through a proxy that applies this protocol mutation (conformance.mutations), making the target faulty on purpose")
+    g.addoption("--disruptive", choices=("include", "exclude", "only"), default="include",
+                help="cases that restart or kill the broker: run them too (default), leave them out, or run only them")
+    g.addoption("--attach-target", help="JSON handle of a target launched by another process (conformance selftest); it is neither started nor stopped")
 
 
 @dataclass
@@ -65,6 +70,11 @@ class RunState:
     keep_history: bool
     dead_cause: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    #: The proxy applying ``--mutation`` (controller only) and whether the target is someone else's.
+    mutation_proxy: Any = None
+    attached: bool = False
+    #: A run through a mutation is a self-test of the suite, never a result about the broker.
+    mutation: str | None = None
 
     @property
     def lock_path(self) -> str:
@@ -82,6 +92,7 @@ class RunState:
             "adapter_library": self.adapter.library_version(),
             "profile": self.profile.id,
             "suite_version": conformance.__version__,
+            **({"mutation": self.mutation} if self.mutation else {}),
         }
 
 
@@ -109,9 +120,15 @@ def pytest_configure(config: pytest.Config) -> None:
             if worker.get("conformance_target"):
                 target = attach_target(json.loads(worker["conformance_target"]))
         else:
-            target = make_target(spec)
-            target.start()
+            handle = config.getoption("--attach-target")
+            target = attach_target(json.loads(handle)) if handle else make_target(spec)
+            if not handle:
+                target.start()
             url, run_id = target.url, uuid.uuid4().hex[:12]
+            mutation = config.getoption("--mutation")
+            if mutation:
+                mutation_proxy = IsolatedFaultProxy.for_url(url, mutation=mutation).start()
+                url = mutation_proxy.url(url)
         scheme = urlsplit(url).scheme
         adapter = adapter_for(scheme, config.getoption("--adapter"))()
         conn = adapter.connect(url, name="conformance probe")
@@ -119,7 +136,9 @@ def pytest_configure(config: pytest.Config) -> None:
         conn.close()
         profile = select_profile(server.product, server.version, adapter.protocol, config.getoption("--profile"))
     except (ConformanceError, OSError) as exc:
-        if target is not None:
+        if locals().get("mutation_proxy") is not None:
+            locals()["mutation_proxy"].close()
+        if target is not None and not config.getoption("--attach-target"):
             target.stop()
         message = str(exc)
         for secret in {spec, locals().get("url") or spec}:
@@ -135,6 +154,9 @@ def pytest_configure(config: pytest.Config) -> None:
         run_id=run_id,
         writer=ResultsWriter(Path(out)) if out else None,
         keep_history=bool(config.getoption("--keep-history")),
+        mutation_proxy=locals().get("mutation_proxy"),
+        attached=bool(config.getoption("--attach-target")),
+        mutation=config.getoption("--mutation"),
     )
     config.stash[STATE_KEY] = state
     if worker is None and state.writer:
@@ -175,9 +197,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             meta = {**state.meta(), "finished_at": time.time(), "counts": counts, "status": "finished"}
             if state.dead_cause:
                 meta["target_dead"] = state.dead_cause
+            if state.mutation_proxy is not None:
+                meta["mutation"] = state.mutation_proxy.mutation_stats()
             state.writer.write_run({**read_run(state.writer.dir), **meta})
     finally:
-        if state.target is not None:
+        if state.mutation_proxy is not None:
+            state.mutation_proxy.close()
+        if state.target is not None and not state.attached:
             state.target.stop()
 
 
@@ -421,14 +447,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(deadline))
     wanted_reqs = set(config.getoption("--requirement") or [])
     wanted_areas = set(config.getoption("--area") or [])
-    if not wanted_reqs and not wanted_areas:
+    disruptive = config.getoption("--disruptive")
+    if not wanted_reqs and not wanted_areas and disruptive == "include":
         return
     keep, drop = [], []
     for item in items:
         cls = getattr(item, "cls", None)
         rid = getattr(cls, "requirement", None)
         area = requirement(rid).area if rid else None
-        if (rid in wanted_reqs) or (area in wanted_areas):
+        disrupts = bool(getattr(cls, "disrupts_broker", False))
+        if disruptive != "include" and disrupts != (disruptive == "only"):
+            drop.append(item)
+        elif (not wanted_reqs and not wanted_areas) or (rid in wanted_reqs) or (area in wanted_areas):
             keep.append(item)
         else:
             drop.append(item)

@@ -37,6 +37,9 @@ class Frame:
 class Codec(Protocol):
     """Incremental frame splitter for one direction of one connection."""
 
+    #: The protocol's name as result records spell it ("amqp-0-9-1", "amqp-1.0").
+    protocol: str
+
     def feed(self, data: bytes) -> list[Frame]:
         """Append ``data``; return every frame now complete. Raises MalformedFrame on bad framing."""
 

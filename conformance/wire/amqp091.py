@@ -57,6 +57,8 @@ def describe(raw: bytes) -> str:
 
 
 class Amqp091Codec(BufferedCodec):
+    protocol = "amqp-0-9-1"
+
     def feed(self, data: bytes) -> list[Frame]:
         buf = self._buf
         buf += data

@@ -83,6 +83,8 @@ def _describe_header(raw: bytes) -> str:
 
 
 class Amqp10Codec(BufferedCodec):
+    protocol = "amqp-1.0"
+
     def feed(self, data: bytes) -> list[Frame]:
         buf = self._buf
         buf += data

@@ -1,0 +1,614 @@
+"""AMQP 0-9-1 mutation operators: each violates one rule of the spec or of a vendor extension.
+
+Frames are decoded and re-encoded with pamqp only when their name matches, so the relay's hot path
+stays a dict lookup. Operators that remove or add deliveries keep delivery tags consistent: the
+client never acks a tag the broker did not issue, and the broker never waits for a reply the client
+was not asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pamqp import body as pamqp_body, commands, frame as pamqp_frame
+
+from conformance.faults import Sender
+from conformance.mutations import Mutator, naming, operator
+from conformance.wire import Frame
+
+P = "amqp-0-9-1"
+C, S = Sender.CLIENT, Sender.SERVER
+DELIVERIES = ("basic.deliver", "basic.get-ok")
+SETTLEMENTS = ("basic.ack", "basic.nack", "basic.reject")
+FRAME_OVERHEAD = 8
+
+
+def decode(frame: Frame) -> Any:
+    return pamqp_frame.unmarshal(frame.raw)[2]
+
+
+def encode(value: Any, channel: int) -> bytes:
+    return pamqp_frame.marshal(value, channel)
+
+
+@naming(P)
+def connection_name(frame: Frame) -> str | None:
+    if frame.name != "connection.start-ok":
+        return None
+    props = decode(frame).client_properties or {}
+    name = props.get("connection_name")
+    return name.decode() if isinstance(name, bytes) else str(name) if name is not None else ""
+
+
+class FieldRewriter(Mutator):
+    """Rewrites one method's fields in place: subclasses name the frames and change the value."""
+
+    sender: Sender = S
+    frames: tuple[str, ...] = ()
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is not self.sender or frame.name not in self.frames:
+            return None
+        value = decode(frame)
+        what = self.change(value)
+        if what is None:
+            return None
+        if what == "":  # swallowed
+            self.applied(f"{frame.name} on channel {frame.channel} not forwarded")
+            return []
+        self.applied(f"{frame.name} on channel {frame.channel}: {what}")
+        return [encode(value, frame.channel)]
+
+    def change(self, value: Any) -> str | None:
+        """Mutate ``value``; return what changed, "" to swallow the frame, None to leave it."""
+        raise NotImplementedError
+
+
+def _flip(value: Any, attr: str, to: bool) -> str | None:
+    if bool(getattr(value, attr)) is to:
+        return None
+    setattr(value, attr, to)
+    return f"{attr} {not to} -> {to} (delivery_tag {getattr(value, 'delivery_tag', '?')})"
+
+
+@operator("redelivered-cleared", P, "clears the redelivered flag on every redelivery (basic.deliver, basic.get-ok)")
+class RedeliveredCleared(FieldRewriter):
+    frames = DELIVERIES
+
+    def change(self, value: Any) -> str | None:
+        return _flip(value, "redelivered", False)
+
+
+@operator("redelivered-set", P, "sets the redelivered flag on every first delivery (basic.deliver, basic.get-ok)")
+class RedeliveredSet(FieldRewriter):
+    frames = DELIVERIES
+
+    def change(self, value: Any) -> str | None:
+        return _flip(value, "redelivered", True)
+
+
+@operator("acks-dropped", P, "drops every basic.ack from the client (the broker never sees the acknowledgement)")
+class AcksDropped(FieldRewriter):
+    sender, frames = C, ("basic.ack",)
+
+    def change(self, value: Any) -> str | None:
+        return ""
+
+
+@operator("multiple-acks-dropped", P, "drops the client's basic.ack frames that have multiple=true")
+class MultipleAcksDropped(FieldRewriter):
+    sender, frames = C, ("basic.ack",)
+
+    def change(self, value: Any) -> str | None:
+        return "" if value.multiple else None
+
+
+@operator("rejects-dropped", P, "drops every basic.nack and basic.reject from the client")
+class RejectsDropped(FieldRewriter):
+    sender, frames = C, ("basic.nack", "basic.reject")
+
+    def change(self, value: Any) -> str | None:
+        return ""
+
+
+@operator("ack-multiple-cleared", P, "turns multiple=true into multiple=false on the client's basic.ack")
+class AckMultipleCleared(FieldRewriter):
+    sender, frames = C, ("basic.ack",)
+
+    def change(self, value: Any) -> str | None:
+        return _flip(value, "multiple", False)
+
+
+@operator("ack-multiple-set", P, "turns multiple=false into multiple=true on the client's basic.ack")
+class AckMultipleSet(FieldRewriter):
+    sender, frames = C, ("basic.ack",)
+
+    def change(self, value: Any) -> str | None:
+        return _flip(value, "multiple", True)
+
+
+@operator("nack-multiple-cleared", P, "turns multiple=true into multiple=false on the client's basic.nack")
+class NackMultipleCleared(FieldRewriter):
+    sender, frames = C, ("basic.nack",)
+
+    def change(self, value: Any) -> str | None:
+        return _flip(value, "multiple", False)
+
+
+@operator("requeue-cleared", P, "turns requeue=true into requeue=false on basic.nack and basic.reject (requeue becomes discard)")
+class RequeueCleared(FieldRewriter):
+    sender, frames = C, ("basic.nack", "basic.reject")
+
+    def change(self, value: Any) -> str | None:
+        return _flip(value, "requeue", False)
+
+
+@operator("requeue-set", P, "turns requeue=false into requeue=true on basic.nack and basic.reject (discard becomes requeue)")
+class RequeueSet(FieldRewriter):
+    sender, frames = C, ("basic.nack", "basic.reject")
+
+    def change(self, value: Any) -> str | None:
+        return _flip(value, "requeue", True)
+
+
+@operator("no-ack-cleared", P, "turns no-ack=true into false on basic.consume and basic.get (an auto-ack consumer's deliveries stay unacked)")
+class NoAckCleared(FieldRewriter):
+    sender, frames = C, ("basic.consume", "basic.get")
+
+    def change(self, value: Any) -> str | None:
+        if not value.no_ack:
+            return None
+        value.no_ack = False
+        return "no_ack True -> False"
+
+
+@operator("prefetch-raised", P, "raises basic.qos prefetch-count by one (a prefetch of 0, unlimited, becomes 1)")
+class PrefetchRaised(FieldRewriter):
+    sender, frames = C, ("basic.qos",)
+
+    def change(self, value: Any) -> str | None:
+        before = value.prefetch_count
+        value.prefetch_count = before + 1
+        return f"prefetch_count {before} -> {value.prefetch_count}"
+
+
+@operator("argument-stripped", P, "removes one argument (default x-delivery-limit) from queue.declare", default_param="x-delivery-limit")
+class ArgumentStripped(FieldRewriter):
+    sender, frames = C, ("queue.declare",)
+
+    def change(self, value: Any) -> str | None:
+        args = value.arguments or {}
+        if self.param not in args:
+            return None
+        removed = args.pop(self.param)
+        value.arguments = args
+        return f"argument {self.param}={removed!r} removed from queue {value.queue!r}"
+
+
+@operator("durable-flipped", P, "flips the durable flag of classic queue declarations (durable queues lose their messages on restart, transient ones survive)")
+class DurableFlipped(FieldRewriter):
+    sender, frames = C, ("queue.declare",)
+
+    def change(self, value: Any) -> str | None:
+        kind = (value.arguments or {}).get("x-queue-type", "classic")
+        if value.passive or kind != "classic":
+            return None
+        value.durable = not value.durable
+        return f"durable {not value.durable} -> {value.durable} on queue {value.queue!r}"
+
+
+class HeaderRewriter(Mutator):
+    """Rewrites the properties of content headers from one peer."""
+
+    sender: Sender = S
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is not self.sender or frame.name != "content-header":
+            return None
+        value = decode(frame)
+        what = self.change(value.properties)
+        if not what:
+            return None
+        self.applied(f"content-header on channel {frame.channel}: {what}")
+        return [encode(value, frame.channel)]
+
+    def change(self, props: Any) -> str | None:
+        raise NotImplementedError
+
+
+@operator("persistence-dropped", P, "publishes every persistent message as transient (delivery-mode 2 -> 1)")
+class PersistenceDropped(HeaderRewriter):
+    sender = C
+
+    def change(self, props: Any) -> str | None:
+        if props.delivery_mode != 2:
+            return None
+        props.delivery_mode = 1
+        return "delivery_mode 2 -> 1"
+
+
+def _headers(props: Any) -> dict[str, Any]:
+    return dict(props.headers or {})
+
+
+@operator("delivery-count-removed", P, "removes the x-delivery-count header from deliveries")
+class DeliveryCountRemoved(HeaderRewriter):
+    def change(self, props: Any) -> str | None:
+        h = _headers(props)
+        if "x-delivery-count" not in h:
+            return None
+        old = h.pop("x-delivery-count")
+        props.headers = h
+        return f"x-delivery-count={old} removed"
+
+
+@operator("delivery-count-falsified", P, "adds one to the x-delivery-count header of deliveries")
+class DeliveryCountFalsified(HeaderRewriter):
+    def change(self, props: Any) -> str | None:
+        h = _headers(props)
+        if "x-delivery-count" not in h:
+            return None
+        old = h["x-delivery-count"]
+        h["x-delivery-count"] = int(old) + 1
+        props.headers = h
+        return f"x-delivery-count {old} -> {h['x-delivery-count']}"
+
+
+@operator("x-death-removed", P, "removes x-death and x-first-death-*/x-last-death-* headers from dead-lettered deliveries")
+class XDeathRemoved(HeaderRewriter):
+    def change(self, props: Any) -> str | None:
+        h = _headers(props)
+        gone = sorted(k for k in h if k == "x-death" or k.startswith(("x-first-death-", "x-last-death-")))
+        if not gone:
+            return None
+        for k in gone:
+            h.pop(k)
+        props.headers = h
+        return f"removed {', '.join(gone)}"
+
+
+@operator("x-death-falsified", P, "adds one to every count in the x-death header and swaps its reason (rejected <-> expired)")
+class XDeathFalsified(HeaderRewriter):
+    SWAP = {"rejected": "expired", "expired": "rejected", "maxlen": "rejected", "delivery_limit": "rejected"}
+
+    def change(self, props: Any) -> str | None:
+        h = _headers(props)
+        deaths = h.get("x-death")
+        if not isinstance(deaths, list) or not deaths:
+            return None
+        changed = []
+        for d in deaths:
+            if isinstance(d, dict):
+                d["count"] = int(d.get("count", 0)) + 1
+                reason = d.get("reason")
+                reason = reason.decode() if isinstance(reason, bytes) else reason
+                d["reason"] = self.SWAP.get(str(reason), "rejected")
+                changed.append(f"{reason}->{d['reason']} count {d['count']}")
+        props.headers = h
+        return "x-death " + "; ".join(changed)
+
+
+# -- transactions --------------------------------------------------------------------------------
+
+class TxSwap(Mutator):
+    """Sends one transaction verb for another and renames the broker's reply back, per channel."""
+
+    verb: str = ""
+    instead: str = ""
+    METHODS = {"tx.commit": commands.Tx.Commit, "tx.rollback": commands.Tx.Rollback,
+               "tx.commit-ok": commands.Tx.CommitOk, "tx.rollback-ok": commands.Tx.RollbackOk}
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.pending: dict[int, int] = {}
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is C and frame.name == self.verb:
+            self.pending[frame.channel] = self.pending.get(frame.channel, 0) + 1
+            self.applied(f"{self.verb} on channel {frame.channel} sent as {self.instead}")
+            return [encode(self.METHODS[self.instead](), frame.channel)]
+        if sender is S and frame.name == f"{self.instead}-ok" and self.pending.get(frame.channel):
+            self.pending[frame.channel] -= 1
+            return [encode(self.METHODS[f"{self.verb}-ok"](), frame.channel)]
+        return None
+
+
+@operator("tx-rollback-commits", P, "sends tx.rollback as tx.commit (the rolled-back work is committed) and answers rollback-ok")
+class TxRollbackCommits(TxSwap):
+    verb, instead = "tx.rollback", "tx.commit"
+
+
+@operator("tx-commit-rolls-back", P, "sends tx.commit as tx.rollback (the committed work is discarded) and answers commit-ok")
+class TxCommitRollsBack(TxSwap):
+    verb, instead = "tx.commit", "tx.rollback"
+
+
+@operator("tx-bypassed", P, "never forwards tx.select, tx.commit or tx.rollback and answers them itself: a transaction's publishes and acks take effect at once, outside it")
+class TxBypassed(Mutator):
+    REPLIES = {"tx.select": commands.Tx.SelectOk, "tx.commit": commands.Tx.CommitOk, "tx.rollback": commands.Tx.RollbackOk}
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is not C or frame.name not in self.REPLIES:
+            return None
+        self.applied(f"{frame.name} on channel {frame.channel} not forwarded; answered {frame.name}-ok")
+        self.io.to_client([encode(self.REPLIES[frame.name](), frame.channel)])
+        return []
+
+
+# -- whole deliveries (method + header + bodies) ------------------------------------------------
+
+@dataclass
+class Message:
+    """One delivery or publish as frames: the method, its content header and body frames."""
+
+    method: Frame
+    value: Any
+    frames: list[bytes] = field(default_factory=list)
+    size: int | None = None
+    received: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.size is not None and self.received >= self.size
+
+
+class Assembler:
+    """Groups a method with its content frames per channel, for operators that act on messages."""
+
+    def __init__(self, methods: tuple[str, ...]) -> None:
+        self.methods = methods
+        self.open: dict[int, Message] = {}
+
+    def feed(self, frame: Frame) -> tuple[bool, Message | None]:
+        """(is part of a watched message, the message when this frame completed it)."""
+        if frame.name in self.methods:
+            msg = Message(frame, decode(frame), [frame.raw])
+            self.open[frame.channel] = msg
+            return True, None
+        msg = self.open.get(frame.channel)
+        if msg is None or frame.name not in ("content-header", "content-body"):
+            return False, None
+        msg.frames.append(frame.raw)
+        if frame.name == "content-header":
+            msg.size = decode(frame).body_size
+        else:
+            msg.received += len(frame.raw) - FRAME_OVERHEAD
+        if msg.complete:
+            del self.open[frame.channel]
+            return True, msg
+        return True, None
+
+
+class DeliveryOperator(Mutator):
+    """Acts on whole deliveries from the broker and keeps the channel's acknowledgement state."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.assembler = Assembler(DELIVERIES)
+        self.no_ack_tags: dict[int, dict[str, bool]] = {}  # channel -> consumer tag -> no_ack
+        self.get_no_ack: dict[int, bool] = {}
+        self.seen = 0
+
+    def manual(self, channel: int, msg: Message) -> bool:
+        """Whether the client must ack ``msg`` (not an auto-ack consumer or get)."""
+        if msg.method.name == "basic.get-ok":
+            return not self.get_no_ack.get(channel, False)
+        return not self.no_ack_tags.get(channel, {}).get(msg.value.consumer_tag, False)
+
+    def watch_client(self, frame: Frame) -> None:
+        if frame.name == "basic.consume":
+            v = decode(frame)
+            self.no_ack_tags.setdefault(frame.channel, {})[v.consumer_tag] = bool(v.no_ack)
+        elif frame.name == "basic.get":
+            self.get_no_ack[frame.channel] = bool(decode(frame).no_ack)
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is C:
+            if frame.name in ("basic.consume", "basic.get"):
+                self.watch_client(frame)
+            return self.client_frame(frame)
+        part, msg = self.assembler.feed(frame)
+        if not part:
+            return self.other_server_frame(frame)
+        if msg is None:
+            return []  # held until the message is complete
+        return self.message(frame.channel, msg)
+
+    def client_frame(self, frame: Frame) -> list[bytes] | None:
+        return None
+
+    def other_server_frame(self, frame: Frame) -> list[bytes] | None:
+        return None
+
+    def message(self, channel: int, msg: Message) -> list[bytes]:
+        return msg.frames
+
+
+def _nth(param: str | None) -> int:
+    try:
+        return max(1, int(param or 1))
+    except ValueError:
+        return 1
+
+
+@operator("delivery-swallowed", P, "loses the first redelivery (redelivered=true) on each connection: the client never sees it and the broker is told it was acked")
+class DeliverySwallowed(DeliveryOperator):
+    def message(self, channel: int, msg: Message) -> list[bytes]:
+        if self.seen or not msg.value.redelivered:
+            return msg.frames
+        self.seen += 1
+        tag = msg.value.delivery_tag
+        if self.manual(channel, msg):
+            self.io.to_server([encode(commands.Basic.Ack(delivery_tag=tag, multiple=False), channel)])
+        self.applied(f"{msg.method.name} delivery_tag {tag} (redelivered) on channel {channel} swallowed (acked to the broker)")
+        return []
+
+
+@operator("delivery-duplicated", P, "delivers the Nth delivery (default 1st) of each connection twice, the copy under a fresh tag", default_param="1")
+class DeliveryDuplicated(DeliveryOperator):
+    FRESH = 1 << 40
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.copies: dict[tuple[int, int], int] = {}  # (channel, fresh tag) -> original tag
+        self.settled: set[tuple[int, int]] = set()  # (channel, original tag) settled by the client
+        self.highest: dict[int, int] = {}
+
+    def message(self, channel: int, msg: Message) -> list[bytes]:
+        tag = msg.value.delivery_tag
+        self.highest[channel] = max(self.highest.get(channel, 0), tag)
+        self.seen += 1
+        if self.seen != _nth(self.param):
+            return msg.frames
+        fresh = self.FRESH + len(self.copies) + 1
+        self.copies[(channel, fresh)] = tag
+        copy = decode(msg.method)
+        copy.delivery_tag = fresh
+        self.applied(f"{msg.method.name} delivery_tag {tag} on channel {channel} delivered again as delivery_tag {fresh}")
+        return [*msg.frames, encode(copy, channel), *msg.frames[1:]]
+
+    def client_frame(self, frame: Frame) -> list[bytes] | None:
+        if frame.name not in SETTLEMENTS or not self.copies:
+            return None
+        v = decode(frame)
+        ch, tag = frame.channel, v.delivery_tag
+        multiple = bool(getattr(v, "multiple", False))
+        original = self.copies.get((ch, tag))
+        if original is None:
+            for (c, _), orig in self.copies.items():
+                if c == ch and (tag == orig or (multiple and (tag == 0 or tag >= orig))):
+                    if (c, orig) in self.settled and tag == orig and not multiple:
+                        self.applied(f"{frame.name} of delivery_tag {tag} dropped: its copy was already settled")
+                        return []
+                    self.settled.add((c, orig))
+            return None
+        if multiple:
+            v.delivery_tag = self.highest.get(ch, original)
+            self.applied(f"{frame.name} multiple of copy tag {tag} sent as delivery_tag {v.delivery_tag}")
+            for (c, _), orig in self.copies.items():
+                if c == ch:
+                    self.settled.add((c, orig))
+            return [encode(v, ch)]
+        if (ch, original) in self.settled:
+            self.applied(f"{frame.name} of copy tag {tag} dropped: delivery_tag {original} already settled")
+            return []
+        self.settled.add((ch, original))
+        v.delivery_tag = original
+        self.applied(f"{frame.name} of copy tag {tag} sent as delivery_tag {original}")
+        return [encode(v, ch)]
+
+
+@operator("deliveries-reordered", P, "swaps the first redelivery on each channel with the delivery after it (a requeued message loses its position)")
+class DeliveriesReordered(DeliveryOperator):
+    HOLD_S = 0.5
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.held: dict[int, Message] = {}
+        self.done: set[int] = set()
+
+    def message(self, channel: int, msg: Message) -> list[bytes]:
+        held = self.held.pop(channel, None)
+        if held is not None:
+            self.applied(f"delivery_tag {msg.value.delivery_tag} forwarded before delivery_tag {held.value.delivery_tag} on channel {channel}")
+            return [*msg.frames, *held.frames]
+        if channel in self.done or not msg.value.redelivered:
+            return msg.frames
+        self.done.add(channel)
+        self.held[channel] = msg
+        self.io.later(self.HOLD_S, lambda: self.release(channel))
+        return []
+
+    def release(self, channel: int) -> None:
+        held = self.held.pop(channel, None)
+        if held is not None:
+            self.skipped(f"no delivery followed delivery_tag {held.value.delivery_tag} on channel {channel}; forwarded in order")
+            self.io.to_client(held.frames)
+
+    def other_server_frame(self, frame: Frame) -> list[bytes] | None:
+        held = self.held.pop(frame.channel, None)
+        if held is None:
+            return None
+        self.skipped(f"{frame.name} followed delivery_tag {held.value.delivery_tag} on channel {frame.channel}; forwarded in order")
+        return [*held.frames, frame.raw]
+
+
+# -- publishes ----------------------------------------------------------------------------------
+
+@operator("confirmed-publish-lost", P, "on a channel in confirm mode, discards the Nth persistent publish (default 2nd) and confirms it to the client", default_param="2")
+class ConfirmedPublishLost(Mutator):
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.confirming: set[int] = set()
+        self.seq: dict[int, int] = {}  # channel -> publishes so far (the confirm sequence)
+        self.persistent: dict[int, int] = {}
+        self.lost: dict[int, list[int]] = {}  # channel -> client sequence numbers discarded
+        self.assembler = Assembler(("basic.publish",))
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is S:
+            return self.confirm(frame)
+        if frame.name == "confirm.select":
+            self.confirming.add(frame.channel)
+            return None
+        if frame.channel not in self.confirming:
+            return None
+        part, msg = self.assembler.feed(frame)
+        if not part:
+            return None
+        if msg is None:
+            return []  # held until the publish is complete: its header says whether it is persistent
+        ch = frame.channel
+        self.seq[ch] = seq = self.seq.get(ch, 0) + 1
+        if decode_header(msg).delivery_mode == 2:
+            self.persistent[ch] = self.persistent.get(ch, 0) + 1
+            if self.persistent[ch] == _nth(self.param):
+                self.lost.setdefault(ch, []).append(seq)
+                self.io.to_client([encode(commands.Basic.Ack(delivery_tag=seq, multiple=False), ch)])
+                self.applied(f"persistent publish #{seq} on channel {ch} discarded and confirmed to the client")
+                return []
+        return msg.frames
+
+    def confirm(self, frame: Frame) -> list[bytes] | None:
+        if frame.name not in ("basic.ack", "basic.nack") or not self.lost.get(frame.channel):
+            return None
+        v = decode(frame)
+        shift = 0
+        for seq in sorted(self.lost[frame.channel]):  # broker seq b is client seq b + (discarded before it)
+            if seq <= v.delivery_tag + shift:
+                shift += 1
+        if not shift:
+            return None
+        v.delivery_tag += shift
+        return [encode(v, frame.channel)]
+
+
+def decode_header(msg: Message) -> Any:
+    return pamqp_frame.unmarshal(msg.frames[1])[2].properties
+
+
+@operator("torn-publish-completed", P, "when a client vanishes in the middle of a message, completes the body with filler and hands the torn message to the broker")
+class TornPublishCompleted(Mutator):
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.assembler = Assembler(("basic.publish",))
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is C:
+            self.assembler.feed(frame)
+        return None
+
+    def closing(self, sender: Sender) -> list[bytes]:
+        if sender is not C:
+            return []
+        out = []
+        for channel, msg in self.assembler.open.items():
+            if msg.size is None:
+                continue
+            missing = msg.size - msg.received
+            out.append(pamqp_frame.marshal(pamqp_body.ContentBody(b"\x00" * missing), channel))
+            self.applied(f"torn publish on channel {channel} completed with {missing} filler bytes")
+        self.assembler.open.clear()
+        return out
+

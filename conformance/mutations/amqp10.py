@@ -1,0 +1,165 @@
+"""AMQP 1.0 mutation operators: the message header's first-acquirer and delivery-count, early settlement.
+
+A transfer is a described performative followed by the message's sections; the header section
+(descriptor 0x70: durable, priority, ttl, first-acquirer, delivery-count) comes first when present.
+Operators re-encode only that section (python-qpid-proton's codec) and fix the frame size. A transfer
+split over several frames (more=true) is left unchanged and the trace says so.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from conformance.faults import Sender
+from conformance.mutations import Mutator, naming, operator
+from conformance.wire import Frame
+
+P = "amqp-1.0"
+C, S = Sender.CLIENT, Sender.SERVER
+HEADER, ACCEPTED = 0x70, 0x24
+DISPOSITION = 0x15
+#: header section fields (spec 3.2.1) by position
+FIRST_ACQUIRER, DELIVERY_COUNT = 3, 4
+
+
+def _data() -> Any:
+    from proton import Data
+
+    return Data()
+
+
+def split(raw: bytes) -> tuple[bytes, Any, bytes]:
+    """(frame head incl. extended header, the performative's fields, the payload after it)."""
+    doff = raw[4] * 4
+    body = raw[doff:]
+    data = _data()
+    used = data.decode(body)
+    return raw[:doff], list(data.get_object().value or []), body[used:]
+
+
+def frame(head: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(head) + len(body)) + head[4:] + body
+
+
+def performative(code: int, fields: list[Any], channel: int) -> bytes:
+    from proton import Described, ulong
+
+    data = _data()
+    data.put_object(Described(ulong(code), fields))
+    return frame(struct.pack(">IBBH", 0, 2, 0, channel), data.encode())
+
+
+@naming(P)
+def connection_name(f: Frame) -> str | None:
+    if f.name != "open":
+        return None
+    _, fields, _ = split(f.raw)
+    props = fields[9] if len(fields) > 9 and isinstance(fields[9], dict) else {}
+    name = {str(k): v for k, v in props.items()}.get("connection_name")
+    return str(name) if name is not None else ""
+
+
+class HeaderRewriter(Mutator):
+    """Rewrites the header section of the broker's transfers."""
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not S or f.name != "transfer":
+            return None
+        from proton import Described, ulong
+
+        head, fields, payload = split(f.raw)
+        raw_performative = f.raw[len(head) : len(f.raw) - len(payload)]
+        if len(fields) > 5 and fields[5]:
+            self.skipped(f"transfer delivery-id {fields[1]} continues in another frame (more=true)")
+            return None
+        header: list[Any] = [None] * 5
+        rest = payload
+        if payload[:3] == b"\x00\x53\x70":
+            data = _data()
+            used = data.decode(payload)
+            header = list(data.get_object().value or []) + [None] * 5
+            header = header[:5]
+            rest = payload[used:]
+        what = self.change(header)
+        if what is None:
+            return None
+        data = _data()
+        data.put_object(Described(ulong(HEADER), header))
+        self.applied(f"transfer delivery-id {fields[1] if len(fields) > 1 else '?'}: {what}")
+        return [frame(head, raw_performative + data.encode() + rest)]
+
+    def change(self, header: list[Any]) -> str | None:
+        raise NotImplementedError
+
+
+@operator("first-acquirer-flipped", P, "inverts the header's first-acquirer on every transfer (first deliveries look redelivered, redeliveries look first)")
+class FirstAcquirerFlipped(HeaderRewriter):
+    def change(self, header: list[Any]) -> str | None:
+        before = bool(header[FIRST_ACQUIRER])
+        header[FIRST_ACQUIRER] = not before
+        return f"first-acquirer {str(before).lower()} -> {str(not before).lower()}"
+
+
+@operator("delivery-count-zeroed", P, "sets the header's delivery-count to 0 on every transfer (failed deliveries are not counted)")
+class DeliveryCountZeroed(HeaderRewriter):
+    def change(self, header: list[Any]) -> str | None:
+        from proton import uint
+
+        before = int(header[DELIVERY_COUNT] or 0)
+        if before == 0:
+            return None
+        header[DELIVERY_COUNT] = uint(0)
+        return f"delivery-count {before} -> 0"
+
+
+@operator("settled-early", P, "accepts and settles every unsettled transfer at the broker as soon as it is sent: a reliable link behaves as at-most-once")
+class SettledEarly(Mutator):
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.client_channel: dict[int, int] = {}  # broker's outgoing channel -> client's
+        self.early: dict[int, set[int]] = {}  # client channel -> delivery ids settled early
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is S and f.name == "begin":
+            _, fields, _ = split(f.raw)
+            if fields and fields[0] is not None:
+                self.client_channel[f.channel] = int(fields[0])
+            return None
+        if sender is S and f.name == "transfer":
+            return self.transfer(f)
+        if sender is C and f.name == "disposition":
+            return self.disposition(f)
+        return None
+
+    def transfer(self, f: Frame) -> list[bytes] | None:
+        from proton import Described, uint, ulong
+
+        _, fields, _ = split(f.raw)
+        settled = len(fields) > 4 and bool(fields[4])
+        delivery_id = fields[1] if len(fields) > 1 else None
+        if settled or delivery_id is None:
+            return None
+        channel = self.client_channel.get(f.channel)
+        if channel is None:
+            self.skipped(f"transfer on channel {f.channel}: the session's begin was not seen")
+            return None
+        self.early.setdefault(channel, set()).add(int(delivery_id))
+        accept = [True, uint(int(delivery_id)), None, True, Described(ulong(ACCEPTED), [])]
+        self.io.to_server([performative(DISPOSITION, accept, channel)])
+        self.applied(f"transfer delivery-id {delivery_id} accepted and settled at the broker on arrival")
+        return None
+
+    def disposition(self, f: Frame) -> list[bytes] | None:
+        _, fields, _ = split(f.raw)
+        if not fields or not fields[0]:  # role sender: not a receiver's settlement
+            return None
+        first = int(fields[1])
+        last = int(fields[2]) if len(fields) > 2 and fields[2] is not None else first
+        early = self.early.get(f.channel, set())
+        ids = set(range(first, last + 1))
+        if ids and ids <= early:
+            early -= ids
+            self.applied(f"disposition {first}..{last} from the client dropped: already settled")
+            return []
+        return None

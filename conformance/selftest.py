@@ -1,0 +1,337 @@
+"""The suite's self-test: run the catalogue clean and through each protocol mutation, build a kill matrix.
+
+Unit tests of verdicts prove the judging; they do not prove that a scenario provokes and observes
+the behaviour. Running the catalogue against a broker made wrong in one known way does: the cases
+of the violated requirement must fail (a *kill*). The matrix shows mutations no case caught (blind
+spots), cases no mutation failed (unproven checks), cases failing without any mutation (false
+alarms), and mutations caught by the wrong requirements (checked against ``expectations.yaml``).
+
+How it runs: one target for the whole self-test. The clean run goes through a probing proxy that
+rewrites nothing and records, per case, which operators would have rewritten one of its frames;
+each mutation then runs only the cases it can touch (a case whose frames a mutation never rewrites
+sees an unchanged broker). Mutation runs go in parallel (cases use their own queues); cases that
+restart the broker run alone, and under a mutation only when the mutation is declared to break
+their requirement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from conformance.catalogue import catalogue
+from conformance.mutations import Expectation, Mutation, available, expectations, make
+from conformance.results import read_results, read_run
+
+SCHEMA = "conformance.killmatrix/1"
+KILLMATRIX_FILE = "killmatrix.json"
+#: Clean verdicts a mutation can turn into a kill (anything else is not a working check to prove).
+PROVABLE = ("pass", "deviation")
+
+
+@dataclass
+class Run:
+    """One catalogue run of the self-test: clean (probing) or through one mutation."""
+
+    label: str
+    mutation: str
+    disruptive: str  # "exclude" or "only"
+    requirements: list[str] | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+    returncode: int | None = None
+
+
+@dataclass
+class Options:
+    target_url: str
+    handle: dict[str, str] | None
+    protocol: str
+    out: Path
+    adapter: str | None = None
+    profile: str | None = None
+    areas: list[str] = field(default_factory=list)
+    mutations: list[str] = field(default_factory=list)
+    workers: int = 2
+    parallel: int = 2
+    case_timeout: float = 30.0
+    run_timeout_s: float = 900.0
+
+
+def requirement_of(connection_name: str) -> str | None:
+    """'conformance ACK-SINGLE-ONLY-TAG consumer' -> 'ACK-SINGLE-ONLY-TAG' (cases name their connections)."""
+    parts = connection_name.split()
+    if len(parts) >= 2 and parts[0] == "conformance" and parts[1] in catalogue():
+        return parts[1]
+    return None
+
+
+def disruptive_requirements() -> set[str]:
+    from conformance.cases import all_cases
+
+    return {c.requirement for c in all_cases() if c.disrupts_broker}
+
+
+def _pytest_argv(opts: Options, run: Run, out: Path) -> list[str]:
+    from conformance.cli import pytest_args
+
+    ns = argparse.Namespace(
+        target=opts.target_url, adapter=opts.adapter, profile=opts.profile, requirement=run.requirements,
+        area=None if run.requirements else (opts.areas or None), workers=opts.workers, case_timeout=opts.case_timeout,
+        keep_history=False, verbose=False, mutation=run.mutation,
+    )
+    argv = pytest_args(ns, out) + ["--disruptive", run.disruptive]
+    if opts.handle:
+        argv += ["--attach-target", json.dumps(opts.handle)]
+    return argv
+
+
+def execute(opts: Options, run: Run) -> Run:
+    """Run the catalogue in a child process (a crash there loses nothing here); read what it decided."""
+    out = opts.out / "runs" / run.label.replace(":", "=")
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    started = time.monotonic()
+    with open(out / "pytest.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", *_pytest_argv(opts, run, out)], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+        try:
+            run.returncode = proc.wait(opts.run_timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            run.returncode = proc.wait()
+            (out / "pytest.log").open("a").write(f"\nselftest: run killed after {opts.run_timeout_s:.0f}s\n")
+    run.wall_s = time.monotonic() - started
+    run.meta = read_run(out)
+    run.records = list(read_results(out))
+    return run
+
+
+def touched(clean: list[Run]) -> dict[str, set[str]]:
+    """mutation name -> requirement ids whose connections carried a frame it would rewrite."""
+    out: dict[str, set[str]] = {}
+    for run in clean:
+        probe = (run.meta.get("mutation") or {}).get("touches") or {}
+        for name, conns in probe.items():
+            reqs = {r for r in map(requirement_of, conns) if r}
+            out.setdefault(name, set()).update(reqs)
+    return out
+
+
+def selftest(opts: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run everything and return the kill matrix (also written to ``opts.out``)."""
+    started = time.monotonic()
+    declared = expectations()
+    specs = opts.mutations or [m.name for m in available(opts.protocol)]
+    mutations: dict[str, Mutation] = {s: make(s) for s in specs}
+    wrong = [s for s, m in mutations.items() if m.protocol != opts.protocol]
+    if wrong:
+        from conformance.errors import UsageError
+
+        raise UsageError(f"mutation(s) {', '.join(wrong)} rewrite {mutations[wrong[0]].protocol}, the target is spoken to over {opts.protocol}")
+    restarts = disruptive_requirements()
+    areas = set(opts.areas)
+    wants_restarts = bool(restarts) and (not areas or any(catalogue()[r].area in areas for r in restarts))
+
+    say(f"selftest: clean run of the catalogue through a probing proxy ({opts.protocol})")
+    clean = [execute(opts, Run("clean", "probe", "exclude"))]
+    say(_line(clean[0], 0, 0))
+    if wants_restarts and opts.handle:
+        clean.append(execute(opts, Run("clean-restarts", "probe", "only")))
+        say(_line(clean[-1], 0, 0))
+    reach = touched(clean)
+    clean_records = [r for run in clean for r in run.records]
+    provable = {r["requirement"] for r in clean_records if r["verdict"] in PROVABLE}
+
+    plans: list[Run] = []
+    restart_plans: list[Run] = []
+    for spec, m in mutations.items():
+        reqs = sorted(reach.get(m.name, set()) & provable)
+        plain = [r for r in reqs if r not in restarts]
+        if plain:
+            plans.append(Run(spec, spec, "exclude", plain))
+        exp = declared.get(spec) or declared.get(m.name)
+        with_restart = [r for r in reqs if r in restarts and exp is not None and r in exp.breaks]
+        if with_restart and opts.handle:
+            restart_plans.append(Run(spec + "+restarts", spec, "only", with_restart))
+    total = len(plans) + len(restart_plans)
+    say(f"selftest: {len(mutations)} mutations, {total} runs ({len(restart_plans)} with broker restarts, alone)")
+    done: list[Run] = []
+    lock = threading.Lock()
+
+    def one(run: Run) -> Run:
+        execute(opts, run)
+        with lock:
+            done.append(run)
+            say(_line(run, len(done), total))
+        return run
+
+    with ThreadPoolExecutor(max_workers=max(1, opts.parallel)) as pool:
+        list(pool.map(one, plans))
+    for run in restart_plans:
+        one(run)
+    matrix = kill_matrix(clean, done, mutations, declared, reach, time.monotonic() - started)
+    write(opts.out, matrix)
+    return matrix
+
+
+def _line(run: Run, n: int, total: int) -> str:
+    verdicts: dict[str, int] = {}
+    for r in run.records:
+        verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+    counts = " ".join(f"{k}={v}" for k, v in sorted(verdicts.items()))
+    head = f"[{n:>2}/{total}] " if total else ""
+    rewritten = (run.meta.get("mutation") or {}).get("rewritten")
+    frames = f", {rewritten} frames rewritten" if rewritten is not None else ""
+    return f"  {head}{run.label}: {len(run.records)} cases ({counts}){frames}, {run.wall_s:.1f}s"
+
+
+def _case(rec: dict[str, Any]) -> str:
+    return str(rec.get("case_id") or f"{rec['requirement']}[{rec.get('queue_type')}-{rec.get('variant')}]")
+
+
+def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation], declared: dict[str, Expectation],
+                reach: dict[str, set[str]], wall_s: float) -> dict[str, Any]:
+    """Judge the runs: kills, blind spots, unproven cases, false alarms, expectations met or missed."""
+    meta = clean[0].meta if clean else {}
+    cases: dict[str, dict[str, Any]] = {}
+    for run in clean:
+        for rec in run.records:
+            cases[_case(rec)] = {"case": _case(rec), "requirement": rec["requirement"], "level": rec["level"], "area": rec["area"],
+                                 "queue_type": rec.get("queue_type"), "variant": rec.get("variant"), "clean": rec["verdict"],
+                                 "clean_observed": rec.get("observed", "") if rec["verdict"] not in PROVABLE else ""}
+    provable = {c for c, info in cases.items() if info["clean"] in PROVABLE}
+    kills: list[dict[str, Any]] = []
+    cells: list[dict[str, Any]] = []
+    by_mutation: dict[str, dict[str, Any]] = {}
+    for spec, m in mutations.items():
+        mine = [r for r in runs if r.mutation == spec]
+        rewritten = sum(int((r.meta.get("mutation") or {}).get("rewritten") or 0) for r in mine)
+        ran = [rec for r in mine for rec in r.records]
+        killed = []
+        for rec in ran:
+            c = _case(rec)
+            cells.append({"case": c, "mutation": spec, "verdict": rec["verdict"]})
+            if rec["verdict"] == "fail" and c in provable:
+                killed.append(c)
+                kills.append({"case": c, "mutation": spec, "requirement": rec["requirement"], "verdict": "fail",
+                              "observed": str(rec.get("observed", ""))[:400], "expected": str(rec.get("expected", ""))[:400]})
+        exp = declared.get(spec) or declared.get(m.name)
+        killed_reqs = sorted({cases[c]["requirement"] for c in killed})
+        ran_reqs = {rec["requirement"] for rec in ran if _case(rec) in provable}
+        breaks = list(exp.breaks) if exp else []
+        by_mutation[spec] = {
+            "name": spec, "description": m.description, "protocol": m.protocol, "breaks": breaks,
+            "may_break": list(exp.may_break) if exp else [], "why": exp.why if exp else "",
+            "frames_rewritten": rewritten, "cases_run": len(ran), "wall_s": round(sum(r.wall_s for r in mine), 2),
+            "killed_requirements": killed_reqs,
+            "errors": sorted({_case(rec) for rec in ran if rec["verdict"] == "error"}),
+            "missed": sorted(set(breaks) & ran_reqs - set(killed_reqs)),
+            "not_run": sorted(set(breaks) - ran_reqs),
+            "collateral": sorted(set(killed_reqs) - set(breaks) - set(exp.may_break if exp else ())),
+            "declared": exp is not None,
+            "exercised": bool(ran) and rewritten > 0,
+        }
+    killers: dict[str, list[str]] = {}
+    for k in kills:
+        killers.setdefault(k["case"], []).append(k["mutation"])
+    for c, info in cases.items():
+        info["killed_by"] = sorted(killers.get(c, []))
+    mut = by_mutation.values()
+    blind = sorted(m["name"] for m in mut if m["exercised"] and not m["killed_requirements"])
+    unexercised = sorted(m["name"] for m in mut if not m["exercised"])
+    unproven = sorted(c for c in provable if c not in killers)
+    false_alarms = sorted(c for c, info in cases.items() if info["clean"] == "fail")
+    clean_errors = sorted(c for c, info in cases.items() if info["clean"] == "error")
+    misattributed = [{"mutation": m["name"], "expected": m["breaks"], "caught_by": m["killed_requirements"]}
+                     for m in mut if m["killed_requirements"] and m["breaks"] and not set(m["breaks"]) & set(m["killed_requirements"])]
+    missed = [{"mutation": m["name"], "requirements": m["missed"]} for m in mut if m["missed"]]
+    undeclared = sorted(m["name"] for m in mut if not m["declared"])
+    unproven_must = [c for c in unproven if cases[c]["level"] == "MUST"]
+    problems = []
+    if unproven_must:
+        problems.append(f"{len(unproven_must)} MUST case(s) no mutation failed")
+    if blind:
+        problems.append(f"{len(blind)} mutation(s) no case caught: {', '.join(blind)}")
+    if misattributed:
+        problems.append(f"{len(misattributed)} mutation(s) caught only by requirements they were not declared to break")
+    if missed:
+        problems.append("declared expectations not met: " + "; ".join(f"{m['mutation']} did not break {', '.join(m['requirements'])}" for m in missed))
+    if false_alarms:
+        problems.append(f"{len(false_alarms)} case(s) failed without any mutation")
+    if clean_errors:
+        problems.append(f"{len(clean_errors)} case(s) errored on the clean run")
+    if undeclared:
+        problems.append(f"mutation(s) without a declared expectation: {', '.join(undeclared)}")
+    return {
+        "schema": SCHEMA,
+        "target": meta.get("target", ""), "product": meta.get("product", ""), "version": meta.get("version", ""),
+        "protocol": meta.get("protocol", ""), "profile": meta.get("profile", ""), "adapter": meta.get("adapter", ""),
+        "wall_s": round(wall_s, 1),
+        "runs": [{"label": r.label, "mutation": r.mutation, "cases": len(r.records), "wall_s": round(r.wall_s, 2), "returncode": r.returncode}
+                 for r in [*clean, *runs]],
+        "mutations": list(by_mutation.values()),
+        "cases": sorted(cases.values(), key=lambda c: c["case"]),
+        "cells": cells,
+        "kills": kills,
+        "blind_spots": blind,
+        "unexercised": unexercised,
+        "unproven": unproven,
+        "unproven_must": unproven_must,
+        "false_alarms": false_alarms,
+        "clean_errors": clean_errors,
+        "misattributed": misattributed,
+        "missed": missed,
+        "counts": {"cases": len(cases), "provable": len(provable), "mutations": len(by_mutation), "kills": len(kills),
+                   "killed_cases": len(killers), "blind_spots": len(blind), "unexercised": len(unexercised),
+                   "unproven": len(unproven), "unproven_must": len(unproven_must), "false_alarms": len(false_alarms)},
+        "problems": problems,
+        "ok": not problems,
+        "reach": {k: sorted(v) for k, v in reach.items()},
+    }
+
+
+def write(out: Path, matrix: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(matrix, indent=1, sort_keys=True, default=str)
+    (out / KILLMATRIX_FILE).write_text(text + "\n")
+    clean = out / "runs" / "clean"
+    if clean.is_dir():  # `conformance report <out>/runs/clean` shows the suite's strength beside the results
+        (clean / KILLMATRIX_FILE).write_text(text + "\n")
+    (out / "killmatrix.md").write_text(markdown(matrix))
+
+
+def markdown(m: dict[str, Any]) -> str:
+    c = m["counts"]
+    lines = [
+        f"# Self-test kill matrix: {m['product']} {m['version']} over {m['protocol']} (profile {m['profile']})",
+        "",
+        f"{c['cases']} cases ({c['provable']} provable: pass or documented deviation on the clean run), {c['mutations']} mutations, "
+        f"{c['kills']} kills, {c['killed_cases']} cases killed, {c['blind_spots']} blind spots, {c['unexercised']} unexercised, "
+        f"{c['unproven']} unproven ({c['unproven_must']} MUST), {c['false_alarms']} false alarms; {m['wall_s']:.0f} s.",
+        "",
+        "**Result: " + ("OK**" if m["ok"] else "PROBLEMS**\n\n" + "\n".join(f"- {p}" for p in m["problems"])),
+        "",
+        "## Mutations",
+        "",
+        "| mutation | frames rewritten | cases run | killed requirements | declared to break | missed | errors |",
+        "|---|---:|---:|---|---|---|---:|",
+    ]
+    for mu in m["mutations"]:
+        lines.append(f"| `{mu['name']}` | {mu['frames_rewritten']} | {mu['cases_run']} | {', '.join(mu['killed_requirements']) or '—'} | "
+                     f"{', '.join(mu['breaks']) or '(none declared)'} | {', '.join(mu['missed']) or ''} | {len(mu['errors'])} |")
+    lines += ["", "## Cases", "", "| case | level | clean | killed by |", "|---|---|---|---|"]
+    for case in m["cases"]:
+        lines.append(f"| `{case['case']}` | {case['level']} | {case['clean']} | {', '.join(case['killed_by']) or ('**unproven**' if case['clean'] in PROVABLE else '')} |")
+    return "\n".join(lines) + "\n"
