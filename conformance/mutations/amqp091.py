@@ -228,6 +228,18 @@ class PersistenceDropped(HeaderRewriter):
         return "delivery_mode 2 -> 1"
 
 
+@operator("persistence-forced", P, "publishes every transient message as persistent (delivery-mode 1 -> 2)")
+class PersistenceForced(HeaderRewriter):
+    sender = C
+
+    def change(self, props: Any) -> str | None:
+        if props.delivery_mode == 2:
+            return None
+        before = props.delivery_mode
+        props.delivery_mode = 2
+        return f"delivery_mode {before} -> 2"
+
+
 def _headers(props: Any) -> dict[str, Any]:
     return dict(props.headers or {})
 

@@ -26,7 +26,8 @@ class TestUncommittedInvisible(Case):
         consumer = ctx.session("consumer").consume(q, prefetch=100)
         before = [delivery_obs(d) for d in ctx.until_sentinel(consumer, q)]
         producer.commit()
-        after = [delivery_obs(d) for d in consumer.take(len(ids), timeout=10)]
+        early = [d for d in before if d["id"] in ids]  # a faulty broker's early deliveries do not come twice
+        after = [delivery_obs(d) for d in consumer.take(len(ids) - len(early), timeout=10)]
         return {"tx_ids": ids, "before_commit": before, "after_commit": after}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:

@@ -1,0 +1,101 @@
+"""The suite's self-test on the local RabbitMQ node: every case that can be proven fails under some
+mutation, every mutation in scope is caught by a case of a requirement it is declared to break, and
+nothing fails on the clean run.
+
+Cases that restart the broker are left out here (about a minute per run through a mutation); the
+full self-test (``conformance selftest``) includes them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conformance.selftest import Run, kill_matrix
+from conformance.mutations import expectations, make
+from tests.conftest import conformance_cmd
+
+
+def _selftest(rabbit, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    out = tmp_path / "selftest"
+    proc = subprocess.run(conformance_cmd("selftest", "--target", rabbit.url, "--out", str(out), "--skip-restarts", *args),
+                          capture_output=True, text=True, timeout=1200)
+    assert (out / "killmatrix.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, json.loads((out / "killmatrix.json").read_text())
+
+
+def _explain(m: dict) -> str:
+    return "\n".join(m["problems"] + [f"unproven: {c}" for c in m["unproven"]])
+
+
+@pytest.mark.timeout(1200)
+def test_selftest_amqp091_kills_every_provable_case(rabbit, tmp_path: Path) -> None:
+    proc, m = _selftest(rabbit, tmp_path, "--parallel", "3")
+    assert m["false_alarms"] == [] and m["clean_errors"] == [], _explain(m)
+    assert m["unproven_must"] == [], _explain(m)
+    assert m["blind_spots"] == [] and m["misattributed"] == [] and m["missed"] == [], _explain(m)
+    assert m["ok"] and proc.returncode == 0, _explain(m)
+    assert m["counts"]["kills"] > m["counts"]["provable"]
+    assert (tmp_path / "selftest" / "runs" / "clean" / "killmatrix.json").exists()
+    assert "Self-test kill matrix" in (tmp_path / "selftest" / "killmatrix.md").read_text()
+
+
+@pytest.mark.timeout(600)
+def test_selftest_amqp10_through_proton(rabbit, tmp_path: Path) -> None:
+    proc, m = _selftest(rabbit, tmp_path, "--adapter", "proton")
+    assert m["protocol"] == "amqp-1.0"
+    assert m["false_alarms"] == [] and m["clean_errors"] == [], _explain(m)
+    assert m["unproven_must"] == [], _explain(m)
+    assert m["blind_spots"] == [] and m["misattributed"] == [] and m["missed"] == [], _explain(m)
+    assert m["ok"] and proc.returncode == 0, _explain(m)
+
+
+def test_selftest_refuses_a_mutation_of_the_other_protocol(rabbit, tmp_path: Path) -> None:
+    proc = subprocess.run(conformance_cmd("selftest", "--target", rabbit.url, "--out", str(tmp_path), "-m", "first-acquirer-flipped"),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "rewrite amqp-1.0, the target is spoken to over amqp-0-9-1" in proc.stderr
+
+
+# -- the judging, on synthetic runs ---------------------------------------------------------------
+
+def _rec(case: str, req: str, verdict: str, level: str = "MUST") -> dict:
+    return {"case_id": case, "requirement": req, "level": level, "area": "ack", "verdict": verdict, "observed": "o", "expected": "e"}
+
+
+def _judge(clean: list[dict], runs: dict[str, list[dict]]) -> dict:
+    mutations = {spec: make(spec) for spec in runs}
+    done = []
+    for spec, recs in runs.items():
+        r = Run(spec, spec, "exclude", records=recs)
+        r.meta = {"mutation": {"rewritten": 3 if recs else 0}}
+        done.append(r)
+    return kill_matrix([Run("clean", "probe", "exclude", records=clean)], done, mutations, expectations(), {}, 1.0)
+
+
+def test_kill_matrix_judges_kills_blind_spots_unproven_and_false_alarms() -> None:
+    clean = [_rec("a", "ACK-FIRST-NOT-REDELIVERED", "pass"), _rec("b", "ACK-REDELIVER-ON-CONNECTION-LOSS", "pass"),
+             _rec("c", "ACK-ACKED-NEVER-REDELIVERED", "pass"), _rec("d", "ACK-UNKNOWN-TAG-406", "fail")]
+    m = _judge(clean, {
+        "redelivered-set": [_rec("a", "ACK-FIRST-NOT-REDELIVERED", "fail")],                      # caught as declared
+        "redelivered-cleared": [_rec("b", "ACK-REDELIVER-ON-CONNECTION-LOSS", "pass")],           # blind spot
+        "acks-dropped": [_rec("b", "ACK-REDELIVER-ON-CONNECTION-LOSS", "fail")],                   # caught by the wrong case
+    })
+    assert [k["case"] for k in m["kills"]] == ["a", "b"]
+    assert m["blind_spots"] == ["redelivered-cleared"]
+    assert m["misattributed"] == [{"mutation": "acks-dropped", "expected": list(expectations()["acks-dropped"].breaks),
+                                   "caught_by": ["ACK-REDELIVER-ON-CONNECTION-LOSS"]}]
+    assert m["unproven"] == ["c"] and m["unproven_must"] == ["c"]
+    assert m["false_alarms"] == ["d"]
+    assert {mu["name"]: mu["missed"] for mu in m["mutations"]}["redelivered-cleared"] == ["ACK-REDELIVER-ON-CONNECTION-LOSS"]
+    assert not m["ok"] and len(m["problems"]) >= 4
+
+
+def test_kill_matrix_is_ok_when_everything_is_proven() -> None:
+    clean = [_rec("a", "ACK-FIRST-NOT-REDELIVERED", "pass"), _rec("x", "ACK-REQUEUE-POSITION", "unsupported", "SHOULD")]
+    m = _judge(clean, {"redelivered-set": [_rec("a", "ACK-FIRST-NOT-REDELIVERED", "fail")]})
+    assert m["ok"], m["problems"]
+    assert m["counts"] | {} == m["counts"] and m["counts"]["provable"] == 1 and m["counts"]["kills"] == 1
+    assert m["cases"][0]["killed_by"] == ["redelivered-set"]
