@@ -313,3 +313,42 @@ def test_redelivered_cleared_through_the_proxy_on_a_real_broker(rabbit) -> None:
     assert again.redelivered is False  # RabbitMQ set it; the mutation cleared it on the wire
     assert stats is not None and stats["rewritten"] == 1
     assert "MUTATION redelivered-cleared: basic.get-ok on channel 1: redelivered True -> False" in trace
+
+
+def perf10(code: int, fields: list[Any], channel: int = 0) -> Frame:
+    from proton import Data, Described, ulong
+
+    d = Data()
+    d.put_object(Described(ulong(code), fields))
+    body = d.encode()
+    return Amqp10Codec().feed(struct.pack(">IBBH", 8 + len(body), 2, 0, channel) + body)[0]
+
+
+def fields10(raw: bytes) -> list[Any]:
+    from conformance.mutations.amqp10 import split
+
+    f = Amqp10Codec().feed(raw)[0]
+    return split(f.raw)[1]
+
+
+def test_outcome_swaps_and_dropped_accepts() -> None:
+    from proton import Described, uint, ulong
+
+    released = perf10(0x15, [True, uint(1), None, True, Described(ulong(0x26), [])])
+    accepted = perf10(0x15, [True, uint(2), None, True, Described(ulong(0x24), [])])
+    to_server, *_ = run("released-as-rejected", [(C, released), (C, accepted)])
+    assert [int(fields10(r)[4].descriptor) for r in to_server] == [0x25, 0x24]
+    to_server, *_ = run("accepts-dropped", [(C, released), (C, accepted)])
+    assert [int(fields10(r)[4].descriptor) for r in to_server] == [0x26]
+
+
+def test_unreliable_made_reliable_rewrites_both_attaches_and_settles_for_the_client() -> None:
+    from proton import ubyte, uint
+
+    attach_c = perf10(0x12, ["recv", uint(0), True, ubyte(1), ubyte(0)])
+    attach_s = perf10(0x12, ["recv", uint(0), False, ubyte(0), ubyte(0)])
+    to_server, to_client, _, m = run("unreliable-made-reliable", [(C, attach_c), (S, attach_s), (S, transfer10(0, first_acquirer=True))])
+    assert int(fields10(to_server[0])[3]) == 0  # the broker is asked for an unsettled (reliable) link
+    assert int(fields10(to_client[0])[3]) == 1  # the client is told it got the settled link it asked for
+    assert fields10(to_client[1])[4] is True  # and the broker's unsettled transfer reaches it settled
+    assert Amqp10Codec().feed(to_client[1])[0].name == "transfer" and m.rewritten == 2

@@ -163,3 +163,114 @@ class SettledEarly(Mutator):
             self.applied(f"disposition {first}..{last} from the client dropped: already settled")
             return []
         return None
+
+
+ATTACH, TRANSFER = 0x12, 0x14
+REJECTED, RELEASED = 0x25, 0x26
+SETTLED_MODE, UNSETTLED_MODE = 1, 0
+ROLE, SND_SETTLE_MODE = 2, 3
+
+
+def rebuild(f: Frame, code: int, fields: list[Any]) -> bytes:
+    """The frame with its performative re-encoded from ``fields`` and the payload kept."""
+    from proton import Described, ulong
+
+    head, _, payload = split(f.raw)
+    data = _data()
+    data.put_object(Described(ulong(code), fields))
+    return frame(head, data.encode() + payload)
+
+
+def _state_code(state: Any) -> int | None:
+    descriptor = getattr(state, "descriptor", None)
+    return int(descriptor) if descriptor is not None else None
+
+
+@operator("accepts-dropped", P, "drops every disposition from a receiver that accepts deliveries (the broker never sees the acknowledgement)")
+class AcceptsDropped(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not C or f.name != "disposition":
+            return None
+        _, fields, _ = split(f.raw)
+        if not fields or not fields[0] or len(fields) < 5 or _state_code(fields[4]) != ACCEPTED:
+            return None
+        self.applied(f"disposition {fields[1]}..{fields[2] if fields[2] is not None else fields[1]} (accepted) not forwarded")
+        return []
+
+
+class OutcomeSwap(Mutator):
+    """Sends one terminal outcome of a receiver's disposition as another."""
+
+    was: int = 0
+    now: int = 0
+    NAMES = {ACCEPTED: "accepted", REJECTED: "rejected", RELEASED: "released"}
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not C or f.name != "disposition":
+            return None
+        from proton import Described, ulong
+
+        _, fields, _ = split(f.raw)
+        if not fields or not fields[0] or len(fields) < 5 or _state_code(fields[4]) != self.was:
+            return None
+        fields[4] = Described(ulong(self.now), [])
+        self.applied(f"disposition {fields[1]}: {self.NAMES[self.was]} sent as {self.NAMES[self.now]}")
+        return [rebuild(f, DISPOSITION, fields)]
+
+
+@operator("released-as-rejected", P, "sends the receiver's released outcome as rejected (a message to requeue is discarded)")
+class ReleasedAsRejected(OutcomeSwap):
+    was, now = RELEASED, REJECTED
+
+
+@operator("rejected-as-released", P, "sends the receiver's rejected outcome as released (a message to discard comes back)")
+class RejectedAsReleased(OutcomeSwap):
+    was, now = REJECTED, RELEASED
+
+
+@operator("unreliable-made-reliable", P, "attaches a pre-settled (unreliable) receiver as unsettled at the broker and shows the client settled transfers: the broker keeps what the client took as consumed")
+class UnreliableMadeReliable(Mutator):
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.names: set[str] = set()
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from proton import ubyte
+
+        if f.name == "attach":
+            _, fields, _ = split(f.raw)
+            if len(fields) <= SND_SETTLE_MODE:
+                return None
+            receiver = bool(fields[ROLE]) if sender is C else not bool(fields[ROLE])
+            if not receiver:
+                return None
+            name = str(fields[0])
+            if sender is C and fields[SND_SETTLE_MODE] is not None and int(fields[SND_SETTLE_MODE]) == SETTLED_MODE:
+                self.names.add(name)
+                fields[SND_SETTLE_MODE] = ubyte(UNSETTLED_MODE)
+                self.applied(f"attach {name!r}: snd-settle-mode settled sent as unsettled")
+                return [rebuild(f, ATTACH, fields)]
+            if sender is S and name in self.names:
+                fields[SND_SETTLE_MODE] = ubyte(SETTLED_MODE)
+                return [rebuild(f, ATTACH, fields)]
+            return None
+        if sender is S and f.name == "transfer" and self.names:
+            _, fields, _ = split(f.raw)
+            if len(fields) > 4 and not fields[4] and fields[1] is not None:
+                fields[4] = True
+                self.applied(f"transfer delivery-id {fields[1]} shown to the client as settled")
+                return [rebuild(f, TRANSFER, fields)]
+        return None
+
+
+@operator("presettled-cleared", P, "shows the client the broker's pre-settled transfers as unsettled, so it may try to release or reject them")
+class PresettledCleared(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not S or f.name != "transfer":
+            return None
+        _, fields, _ = split(f.raw)
+        if len(fields) > 4 and fields[4]:
+            fields[4] = False
+            self.applied(f"transfer delivery-id {fields[1]}: settled true -> false")
+            return [rebuild(f, TRANSFER, fields)]
+        return None
