@@ -352,3 +352,12 @@ def test_unreliable_made_reliable_rewrites_both_attaches_and_settles_for_the_cli
     assert int(fields10(to_client[0])[3]) == 1  # the client is told it got the settled link it asked for
     assert fields10(to_client[1])[4] is True  # and the broker's unsettled transfer reaches it settled
     assert Amqp10Codec().feed(to_client[1])[0].name == "transfer" and m.rewritten == 2
+
+
+def test_a_swallowed_get_ok_is_answered_get_empty() -> None:
+    get = frames091((commands.Basic.Get(queue="q", no_ack=False), 1))
+    get_ok = frames091((commands.Basic.GetOk(7, True, "", "q", 0), 1), (pheader.ContentHeader(0, 1, commands.Basic.Properties()), 1),
+                       (pbody.ContentBody(b"x"), 1))
+    _, to_client, io, _ = run("delivery-swallowed", [(C, f) for f in get] + [(S, f) for f in get_ok])
+    assert [type(v).__name__ for v in decoded(to_client)] == ["GetEmpty"]
+    assert [a.delivery_tag for a in decoded(io.server)] == [7]

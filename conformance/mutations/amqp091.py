@@ -453,11 +453,14 @@ class DeliverySwallowed(DeliveryOperator):
         tag = msg.value.delivery_tag
         if self.manual(channel, msg):
             self.io.to_server([encode(commands.Basic.Ack(delivery_tag=tag, multiple=False), channel)])
+        if msg.method.name == "basic.get-ok":  # the client waits for an answer to its basic.get
+            self.applied(f"basic.get-ok delivery_tag {tag} (redelivered) on channel {channel} answered as basic.get-empty (acked to the broker)")
+            return [encode(commands.Basic.GetEmpty(), channel)]
         self.applied(f"{msg.method.name} delivery_tag {tag} (redelivered) on channel {channel} swallowed (acked to the broker)")
         return []
 
 
-@operator("delivery-duplicated", P, "delivers the Nth delivery (default 1st) of each connection twice, the copy under a fresh tag", default_param="1")
+@operator("delivery-duplicated", P, "delivers the Nth basic.deliver (default 1st) of each connection twice, the copy under a fresh tag", default_param="1")
 class DeliveryDuplicated(DeliveryOperator):
     FRESH = 1 << 40
 
@@ -470,6 +473,8 @@ class DeliveryDuplicated(DeliveryOperator):
     def message(self, channel: int, msg: Message) -> list[bytes]:
         tag = msg.value.delivery_tag
         self.highest[channel] = max(self.highest.get(channel, 0), tag)
+        if msg.method.name != "basic.deliver":
+            return msg.frames  # one basic.get has one answer: a second get-ok would be unsolicited
         self.seen += 1
         if self.seen != _nth(self.param):
             return msg.frames
@@ -511,7 +516,7 @@ class DeliveryDuplicated(DeliveryOperator):
         return [encode(v, ch)]
 
 
-@operator("deliveries-reordered", P, "swaps the first redelivery on each channel with the delivery after it (a requeued message loses its position)")
+@operator("deliveries-reordered", P, "swaps the first redelivered basic.deliver on each channel with the delivery after it (a requeued message loses its position)")
 class DeliveriesReordered(DeliveryOperator):
     HOLD_S = 0.5
 
@@ -525,8 +530,8 @@ class DeliveriesReordered(DeliveryOperator):
         if held is not None:
             self.applied(f"delivery_tag {msg.value.delivery_tag} forwarded before delivery_tag {held.value.delivery_tag} on channel {channel}")
             return [*msg.frames, *held.frames]
-        if channel in self.done or not msg.value.redelivered:
-            return msg.frames
+        if channel in self.done or not msg.value.redelivered or msg.method.name != "basic.deliver":
+            return msg.frames  # a basic.get-ok held back would hold the client's basic.get
         self.done.add(channel)
         self.held[channel] = msg
         self.io.later(self.HOLD_S, lambda: self.release(channel))
