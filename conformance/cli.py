@@ -38,11 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the catalogue against a target and write results")
-    run.add_argument("--target", default="rabbitmq-local", help="broker URL (amqp://user:pass@host/vhost) or launcher name (default: rabbitmq-local, a private node)")
-    run.add_argument("--adapter", help="adapter plugin (default: the one speaking the URL's scheme)")
-    run.add_argument("--profile", help="profile id or YAML file (default: chosen from the server's product and version)")
-    run.add_argument("--out", type=Path, help="results folder (default: runs/<timestamp>)")
-    run.add_argument("--area", action="append", help="only this area (repeatable)")
+    target_options(run, out="results folder (default: runs/<timestamp>)")
     run.add_argument("--requirement", "-r", action="append", help="only this requirement id (repeatable)")
     run.add_argument("--workers", "-n", type=int, default=1, help="parallel worker processes (default 1)")
     run.add_argument("--case-timeout", type=float, default=60.0, help="deadline per case in seconds (default 60)")
@@ -52,11 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     st = sub.add_parser("selftest", help="prove the catalogue can fail: run it clean and through each protocol mutation, write the kill matrix")
-    st.add_argument("--target", default="rabbitmq-local", help="broker URL or launcher name (default: rabbitmq-local, a private node)")
-    st.add_argument("--adapter", help="adapter plugin (default: the one speaking the URL's scheme); its protocol picks the mutations")
-    st.add_argument("--profile", help="profile id or YAML file")
-    st.add_argument("--out", type=Path, help="output folder (default: runs/selftest-<timestamp>)")
-    st.add_argument("--area", action="append", help="only this area (repeatable)")
+    target_options(st, out="output folder (default: runs/selftest-<timestamp>)")
     st.add_argument("--mutation", "-m", action="append", help="only this mutation (repeatable; default: every mutation of the protocol)")
     st.add_argument("--workers", "-n", type=int, default=2, help="worker processes per run (default 2)")
     st.add_argument("--parallel", "-p", type=int, default=2, help="mutation runs at once (default 2)")
@@ -71,6 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.set_defaults(func=cmd_list)
     return p
+
+
+def target_options(p: argparse.ArgumentParser, *, out: str) -> None:
+    """What every command that runs the catalogue against a target takes."""
+    p.add_argument("--target", default="rabbitmq-local", help="broker URL (amqp://user:pass@host/vhost) or launcher name (default: rabbitmq-local, a private node)")
+    p.add_argument("--adapter", help="adapter plugin (default: the one speaking the URL's scheme; its protocol also picks the mutations)")
+    p.add_argument("--profile", help="profile id or YAML file (default: chosen from the server's product and version)")
+    p.add_argument("--out", type=Path, help=out)
+    p.add_argument("--area", action="append", help="only this area (repeatable)")
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -186,13 +186,21 @@ def _state_code(state: Any) -> int | None:
     return int(descriptor) if descriptor is not None else None
 
 
+def receiver_outcome(sender: Sender, f: Frame, outcome: int) -> list[Any] | None:
+    """The fields of a receiver's disposition from the client with the given outcome, else None."""
+    if sender is not C or f.name != "disposition":
+        return None
+    _, fields, _ = split(f.raw)
+    if not fields or not fields[0] or len(fields) < 5 or _state_code(fields[4]) != outcome:
+        return None
+    return fields
+
+
 @operator("accepts-dropped", P, "drops every disposition from a receiver that accepts deliveries (the broker never sees the acknowledgement)")
 class AcceptsDropped(Mutator):
     def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
-        if sender is not C or f.name != "disposition":
-            return None
-        _, fields, _ = split(f.raw)
-        if not fields or not fields[0] or len(fields) < 5 or _state_code(fields[4]) != ACCEPTED:
+        fields = receiver_outcome(sender, f, ACCEPTED)
+        if fields is None:
             return None
         self.applied(f"disposition {fields[1]}..{fields[2] if fields[2] is not None else fields[1]} (accepted) not forwarded")
         return []
@@ -206,12 +214,10 @@ class OutcomeSwap(Mutator):
     NAMES = {ACCEPTED: "accepted", REJECTED: "rejected", RELEASED: "released"}
 
     def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
-        if sender is not C or f.name != "disposition":
-            return None
         from proton import Described, ulong
 
-        _, fields, _ = split(f.raw)
-        if not fields or not fields[0] or len(fields) < 5 or _state_code(fields[4]) != self.was:
+        fields = receiver_outcome(sender, f, self.was)
+        if fields is None:
             return None
         fields[4] = Described(ulong(self.now), [])
         self.applied(f"disposition {fields[1]}: {self.NAMES[self.was]} sent as {self.NAMES[self.now]}")
