@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.selftest import Run, kill_matrix
+from conformance.selftest import Run, html, kill_matrix
 from conformance.mutations import expectations, make
 from tests.conftest import conformance_cmd
 
@@ -41,6 +41,7 @@ def test_selftest_amqp091_kills_every_provable_case(rabbit, tmp_path: Path) -> N
     assert m["counts"]["kills"] > m["counts"]["provable"]
     assert (tmp_path / "selftest" / "runs" / "clean" / "killmatrix.json").exists()
     assert "Self-test kill matrix" in (tmp_path / "selftest" / "killmatrix.md").read_text()
+    assert 'class="k"' in (tmp_path / "selftest" / "killmatrix.html").read_text()
 
 
 @pytest.mark.timeout(600)
@@ -99,3 +100,5 @@ def test_kill_matrix_is_ok_when_everything_is_proven() -> None:
     assert m["ok"], m["problems"]
     assert m["counts"] | {} == m["counts"] and m["counts"]["provable"] == 1 and m["counts"]["kills"] == 1
     assert m["cases"][0]["killed_by"] == ["redelivered-set"]
+    page = html(m)
+    assert "redelivered-set" in page and 'class="k"' in page and "<script" not in page
