@@ -220,7 +220,11 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
 
     console = Console(stderr=False)
     verdicts = ("pass", "fail", "deviation", "unsupported", "undocumented", "error")
-    table = Table(title=f"{run.get('product', '?')} {run.get('version', '?')} via {run.get('adapter', '?')}, profile {run.get('profile', '?')}")
+    mutated = (run.get("mutation") or {}).get("spec") if isinstance(run.get("mutation"), dict) else None
+    title = f"{run.get('product', '?')} {run.get('version', '?')} via {run.get('adapter', '?')}, profile {run.get('profile', '?')}"
+    if mutated and mutated not in ("probe", "none"):
+        title += f"; MUTATED by {mutated}: a deliberately faulty broker, not a result about it"
+    table = Table(title=title)
     table.add_column("area")
     table.add_column("level")
     for v in verdicts:
