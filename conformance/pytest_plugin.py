@@ -127,6 +127,10 @@ def pytest_configure(config: pytest.Config) -> None:
             url, run_id = target.url, uuid.uuid4().hex[:12]
             mutation = config.getoption("--mutation")
             if mutation:
+                if mutation not in ("none", "probe"):
+                    from conformance.mutations import make
+
+                    make(mutation)  # an unknown name is a usage error here, not a dead proxy process
                 mutation_proxy = IsolatedFaultProxy.for_url(url, mutation=mutation).start()
                 url = mutation_proxy.url(url)
         scheme = urlsplit(url).scheme

@@ -361,3 +361,13 @@ def test_a_swallowed_get_ok_is_answered_get_empty() -> None:
     _, to_client, io, _ = run("delivery-swallowed", [(C, f) for f in get] + [(S, f) for f in get_ok])
     assert [type(v).__name__ for v in decoded(to_client)] == ["GetEmpty"]
     assert [a.delivery_tag for a in decoded(io.server)] == [7]
+
+
+def test_argument_refused_closes_the_channel_on_both_sides() -> None:
+    declare = frames091((commands.Queue.Declare(queue="q", durable=True, arguments={"x-delivery-limit": 2}), 5))
+    stream = [(C, f) for f in declare] + [(S, f) for f in frames091((commands.Channel.CloseOk(), 5))]
+    stream += [(C, f) for f in frames091((commands.Channel.CloseOk(), 5))]
+    to_server, to_client, io, _ = run("argument-refused", stream)
+    assert [(type(v).__name__, v.reply_code) for v in decoded(to_server)] == [("Close", 200)]
+    assert [(type(v).__name__, v.reply_code, v.class_id, v.method_id) for v in decoded(io.client)] == [("Close", 406, 50, 10)]
+    assert to_client == []  # both close-oks swallowed

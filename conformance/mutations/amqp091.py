@@ -186,6 +186,33 @@ class ArgumentStripped(FieldRewriter):
         return f"argument {self.param}={removed!r} removed from queue {value.queue!r}"
 
 
+@operator("argument-refused", P, "refuses a queue.declare carrying one argument (default x-delivery-limit) with channel.close 406, as a broker without the feature does", default_param="x-delivery-limit")
+class ArgumentRefused(Mutator):
+    """Closes the channel on both sides at once: the client gets the broker's refusal, the broker a
+    channel.close in place of the declare, and each side's close-ok is swallowed."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.pending: dict[Sender, set[int]] = {C: set(), S: set()}
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if frame.name == "channel.close-ok" and frame.channel in self.pending[sender]:
+            self.pending[sender].discard(frame.channel)
+            return []
+        if sender is not C or frame.name != "queue.declare":
+            return None
+        value = decode(frame)
+        if self.param not in (value.arguments or {}):
+            return None
+        ch = frame.channel
+        text = f"PRECONDITION_FAILED - invalid arg '{self.param}' (refused by mutation)"
+        self.pending[C].add(ch)
+        self.pending[S].add(ch)
+        self.io.to_client([encode(commands.Channel.Close(406, text, 50, 10), ch)])
+        self.applied(f"queue.declare of {value.queue!r} with {self.param} refused with 406 on channel {ch}")
+        return [encode(commands.Channel.Close(200, "closed by mutation", 0, 0), ch)]
+
+
 @operator("durable-flipped", P, "flips the durable flag of classic queue declarations (durable queues lose their messages on restart, transient ones survive)")
 class DurableFlipped(FieldRewriter):
     sender, frames = C, ("queue.declare",)
