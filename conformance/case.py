@@ -147,16 +147,24 @@ class CaseContext:
     def await_queue(self, queue: str, timeout: float = 30.0) -> QueueStats:
         """After a broker restart: wait until ``queue`` answers again (a quorum queue elects a leader)."""
         last: list[QueueStats] = []
+        refused: list[str] = []
 
         def answers() -> bool:
             try:
                 last[:] = [self.stats(queue)]
                 return True
-            except (ChannelClosed, ConnectionLost):
+            except (ChannelClosed, ConnectionLost) as exc:
                 self._admin = None
+                if isinstance(exc, ChannelClosed):
+                    refused[:] = [f"{exc.code} {exc.text}"]
                 return False
 
-        self.wait_for(answers, f"{queue} to answer after the restart", timeout)
+        try:
+            self.wait_for(answers, f"{queue} to answer after the restart", timeout)
+        except OperationTimeout as exc:
+            if refused:  # e.g. 404 NOT_FOUND: the broker is up and says the queue is gone
+                raise OperationTimeout(f"{exc}; the broker's last answer: {refused[0]}") from None
+            raise
         return last[0]
 
     def wire_trace(self) -> str:

@@ -70,3 +70,11 @@ def dead_obs(d: Delivery) -> dict[str, Any]:
     deaths = [{k: (str(v) if k == "time" else v) for k, v in dict(e).items()} for e in d.headers.get("x-death") or []]
     extra = {k: d.headers[k] for k in (*FIRST_DEATH, *LAST_DEATH) if k in d.headers}
     return {"id": d.message_id, "x-death": deaths, "headers": extra, "expiration": d.expiration}
+
+
+def unavailable_key(cause: str, *, kill: bool) -> str:
+    """The deviation key of a queue not consumable after a restart: a queue the broker reports
+    missing (404) is lost, which no documented unavailability covers."""
+    if "NOT_FOUND" in cause:
+        return "queue-gone-after-restart"
+    return "queue-unavailable-after-kill" if kill else "queue-unavailable-after-restart"

@@ -36,6 +36,7 @@ SCHEMA = "conformance.killmatrix/1"
 KILLMATRIX_FILE = "killmatrix.json"
 #: Clean verdicts a mutation can turn into a kill (anything else is not a working check to prove).
 PROVABLE = ("pass", "deviation")
+RESTART_CASE_TIMEOUT_S = 90.0
 
 
 @dataclass
@@ -89,7 +90,9 @@ def _pytest_argv(opts: Options, run: Run, out: Path) -> list[str]:
 
     ns = argparse.Namespace(
         target=opts.target_url, adapter=opts.adapter, profile=opts.profile, requirement=run.requirements,
-        area=None if run.requirements else (opts.areas or None), workers=opts.workers, case_timeout=opts.case_timeout,
+        area=None if run.requirements else (opts.areas or None), workers=opts.workers,
+        # a broker restart and its recovery window alone take 20-30 s
+        case_timeout=max(opts.case_timeout, RESTART_CASE_TIMEOUT_S) if run.disruptive == "only" else opts.case_timeout,
         keep_history=False, verbose=False, mutation=run.mutation,
     )
     argv = pytest_args(ns, out) + ["--disruptive", run.disruptive]

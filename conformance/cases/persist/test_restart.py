@@ -12,6 +12,7 @@ from conformance.case import Case, CaseContext, Obs
 from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
 from conformance.profile import Profile
 from conformance.verdict import Verdict, first_failure, fmt, holds, same, undocumented
+from conformance.scenarios import unavailable_key
 
 #: How long the restarted broker has to serve the queue again (boot already finished).
 RECOVERY_S = 15.0
@@ -32,7 +33,8 @@ def unavailable(obs: Obs, expected: str, *, kill: bool) -> Verdict:
     """The queue never became consumable; the key names the fault, since a profile may document
     unavailability after kill -9 but not after a graceful restart."""
     return holds(False, expected=expected, observed=f"the queue could not be consumed within {RECOVERY_S:.0f}s of the restart ({obs['unavailable']})",
-                 key="queue-unavailable-after-kill" if kill else "queue-unavailable-after-restart")
+                 key=unavailable_key(obs["unavailable"], kill=kill))
+
 
 
 class TestConfirmedSurvives(Case):

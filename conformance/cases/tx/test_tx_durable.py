@@ -6,6 +6,7 @@ from conformance.case import Case, CaseContext, Obs, delivery_obs
 from conformance.checkers import ids_of
 from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
 from conformance.profile import Profile
+from conformance.scenarios import unavailable_key
 from conformance.verdict import Verdict, fmt, holds, same
 
 #: How long the restarted broker has to serve the queue again (boot already finished).
@@ -23,8 +24,8 @@ class TestCommittedSurvivesKill(Case):
         ids = ctx.publish(q, 3, prefix="durable-", persistent=True, session=producer)
         producer.commit()
         ctx.restart_broker(kill=True)
-        ctx.await_queue(q)
         try:
+            ctx.await_queue(q, timeout=RECOVERY_S)
             drained = [delivery_obs(d) for d in ctx.drain(q, op_timeout=RECOVERY_S)]
             unavailable = None
         except (ConnectionLost, ChannelClosed, OperationTimeout) as exc:
@@ -37,6 +38,6 @@ class TestCommittedSurvivesKill(Case):
                 False,
                 expected=f"{fmt(obs['tx_ids'])} delivered after the restart",
                 observed=f"the queue could not be consumed within {RECOVERY_S:.0f}s of the restart ({obs['unavailable']})",
-                key="queue-unavailable-after-kill",
+                key=unavailable_key(obs["unavailable"], kill=True),
             )
         return same(obs["tx_ids"], ids_of(obs["drained"]), what="persistent committed messages after kill -9 and restart")
