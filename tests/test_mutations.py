@@ -371,3 +371,11 @@ def test_argument_refused_closes_the_channel_on_both_sides() -> None:
     assert [(type(v).__name__, v.reply_code) for v in decoded(to_server)] == [("Close", 200)]
     assert [(type(v).__name__, v.reply_code, v.class_id, v.method_id) for v in decoded(io.client)] == [("Close", 406, 50, 10)]
     assert to_client == []  # both close-oks swallowed
+
+
+def test_qos_operators() -> None:
+    qos = frames091((commands.Basic.Qos(prefetch_count=0, global_=False), 1), (commands.Basic.Qos(prefetch_count=3, global_=True), 1))
+    to_server, *_ = run("qos-global-flipped", [(C, f) for f in qos])
+    assert [q.global_ for q in decoded(to_server)] == [True, False]
+    to_server, *_ = run("prefetch-raised", [(C, f) for f in qos])
+    assert [q.prefetch_count for q in decoded(to_server)] == [1, 4]

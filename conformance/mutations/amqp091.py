@@ -173,6 +173,15 @@ class PrefetchRaised(FieldRewriter):
         return f"prefetch_count {before} -> {value.prefetch_count}"
 
 
+@operator("qos-global-flipped", P, "flips the global flag of basic.qos (a per-consumer limit becomes per-channel and the reverse)")
+class QosGlobalFlipped(FieldRewriter):
+    sender, frames = C, ("basic.qos",)
+
+    def change(self, value: Any) -> str | None:
+        value.global_ = not value.global_
+        return f"global {not value.global_} -> {value.global_}"
+
+
 @operator("argument-stripped", P, "removes one argument (default x-delivery-limit) from queue.declare", default_param="x-delivery-limit")
 class ArgumentStripped(FieldRewriter):
     sender, frames = C, ("queue.declare",)
