@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conformance.catalogue import catalogue
+from conformance.errors import UsageError
 from conformance.mutations import Expectation, Mutation, available, expectations, make
 from conformance.results import read_results, read_run
 
@@ -142,8 +143,6 @@ def selftest(opts: Options, say: Callable[[str], None] = print) -> dict[str, Any
     mutations: dict[str, Mutation] = {s: make(s) for s in specs}
     wrong = [s for s, m in mutations.items() if m.protocol != opts.protocol]
     if wrong:
-        from conformance.errors import UsageError
-
         raise UsageError(f"mutation(s) {', '.join(wrong)} rewrite {mutations[wrong[0]].protocol}, the target is spoken to over {opts.protocol}")
     restarts = disruptive_requirements()
     areas = set(opts.areas)
@@ -152,6 +151,10 @@ def selftest(opts: Options, say: Callable[[str], None] = print) -> dict[str, Any
     say(f"selftest: clean run of the catalogue through a probing proxy ({opts.protocol})")
     clean = [execute(opts, Run("clean", "probe", "exclude"))]
     say(_line(clean[0], 0, 0))
+    if not clean[0].records:
+        log = opts.out / "runs" / "clean" / "pytest.log"
+        last = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-1:] if log.exists() else []
+        raise UsageError(f"the clean run decided no case ({(last or ['no output'])[0].strip()}); see {log}")
     if wants_restarts and opts.handle:
         clean.append(execute(opts, Run("clean-restarts", "probe", "only")))
         say(_line(clean[-1], 0, 0))
