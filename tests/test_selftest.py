@@ -102,3 +102,11 @@ def test_kill_matrix_is_ok_when_everything_is_proven() -> None:
     assert m["cases"][0]["killed_by"] == ["redelivered-set"]
     page = html(m)
     assert "redelivered-set" in page and 'class="k"' in page and "<script" not in page
+
+
+def test_selftest_refuses_an_unreachable_target_in_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run(conformance_cmd("selftest", "--target", "amqp://user:s3cret@127.0.0.1:1/", "--out", str(tmp_path)),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "unreachable" in proc.stderr
+    assert "s3cret" not in proc.stderr + proc.stdout
