@@ -92,7 +92,8 @@ class RunState:
             "adapter_library": self.adapter.library_version(),
             "profile": self.profile.id,
             "suite_version": conformance.__version__,
-            **({"mutation": self.mutation} if self.mutation else {}),
+            # a probing or plain relay changes nothing: only a real mutation marks the records
+            **({"mutation": self.mutation} if self.mutation not in (None, "", "none", "probe") else {}),
         }
 
 
