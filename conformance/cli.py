@@ -57,6 +57,22 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--list", action="store_true", help="list the mutations and what each is declared to break, then exit")
     st.set_defaults(func=cmd_selftest)
 
+    rp = sub.add_parser("report", help="build the compliance report (HTML, Markdown, JSON, Parquet, CSV) from any number of runs (PySpark)")
+    rp.add_argument("runs", nargs="+", help="run folders, globs (runs/*) or results files; any path Spark reads")
+    rp.add_argument("--out", type=Path, required=True, help="output folder")
+    rp.add_argument("--baseline", action="append", help="run folder(s) of the baseline to compare with (repeatable)")
+    rp.add_argument("--spark-master", help="Spark master URL or Spark Connect sc://host:port (default local[*])")
+    rp.set_defaults(func=cmd_report)
+
+    gt = sub.add_parser("gate", help="CI gate: exit 1 when a MUST requirement that passed on the baseline fails now")
+    gt.add_argument("--baseline", action="append", required=True, help="baseline run folder(s) (repeatable)")
+    gt.add_argument("--current", action="append", required=True, help="current run folder(s) (repeatable)")
+    gt.add_argument("--known", type=Path, help="known-deviation manifest (YAML: requirement, target, reason, link, expires)")
+    gt.add_argument("--include-should", action="store_true", help="SHOULD regressions fail the gate too")
+    gt.add_argument("--fail-on-new-flaky", action="store_true", help="a case flaky now but not on the baseline fails the gate")
+    gt.add_argument("--spark-master", help="Spark master URL or Spark Connect sc://host:port (default local[*])")
+    gt.set_defaults(func=cmd_gate)
+
     ls = sub.add_parser("list", help="print the requirement catalogue")
     ls.add_argument("--area", help="only this area")
     ls.add_argument("--level", choices=[lv.lower() for lv in LEVELS] + list(LEVELS), help="only this level")
@@ -100,6 +116,43 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_row(r.id, r.level, r.area, r.text, str(len(cases.get(r.id, []))))
     Console().print(table)
     return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from reports.report import build
+
+    result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master)
+    s = result["summary"]
+    cols = sorted({c["column"] for c in result["cells"]})
+    print(f"report: {s['records']} case records, {len(cols)} target column(s), {len({c['requirement'] for c in result['cells']})} requirements, "
+          f"{s['quarantined']} quarantined line(s), {s['mutated']} self-test record(s) left out")
+    for name in ("report.html", "summary.md", "matrix.json", "matrix.parquet", "matrix.csv"):
+        print(f"  {args.out / name}")
+    newly = [d for d in result.get("diff") or [] if d["change"] == "newly failing"]
+    if newly:
+        print(f"{len(newly)} requirement(s) newly failing against the baseline")
+    return EXIT_OK
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from reports.gate import run_gate
+
+    g = run_gate(args.baseline, args.current, manifest=args.known, include_should=args.include_should,
+                 fail_on_new_flaky=args.fail_on_new_flaky, master=args.spark_master)
+    for d in g["regressions"]:
+        print(f"REGRESSION {d['requirement']} [{d['level']}] on {d['column']}: {d['baseline']} -> {d['current']}")
+        print(f"  Expected: {d.get('expected') or ''}\n  Actual:   {d.get('observed') or ''}")
+    for d in g["known"]:
+        print(f"KNOWN {d['requirement']} on {d['column']}: {d['known_reason']} {d['link']}".rstrip())
+    for x in g["xpass"]:
+        print(f"XPASS {x['requirement']} on {x['column']}: passes now although known as failing ({x['reason']}); remove it from the manifest")
+    for k in g["expired"]:
+        print(f"EXPIRED known deviation {k['requirement']} ({k['target']}) expired {k['expires']}: {k['reason']}")
+    for f in g["new_flaky"]:
+        print(f"NEW FLAKY {f['case_id']} on {f['column']}: pass rate {100 * f['pass_rate']:.0f}%")
+    print(f"gate: {'PASSED' if g['passed'] else 'FAILED'} ({len(g['regressions'])} regression(s), {len(g['known'])} known, "
+          f"{len(g['xpass'])} xpass, {len(g['expired'])} expired)")
+    return EXIT_OK if g["passed"] else EXIT_FAIL
 
 
 def cmd_selftest(args: argparse.Namespace) -> int:

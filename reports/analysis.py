@@ -1,0 +1,130 @@
+"""The compliance figures, computed as Spark aggregations over any number of case records.
+
+Every function takes the DataFrame of good records (reports.ingest) and returns small, collected
+Python data: the number of cells is targets x requirements however many records went in, so the
+rendering side never touches Spark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reports.schema import VERDICTS
+
+RANK = {v: i for i, v in enumerate(VERDICTS)}
+DECIDED = ("pass", "fail", "error")
+
+
+def _rank(col: str) -> Any:
+    from pyspark.sql import functions as F
+
+    expr = None
+    for verdict, rank in RANK.items():
+        expr = F.when(F.col(col) == verdict, F.lit(rank)) if expr is None else expr.when(F.col(col) == verdict, F.lit(rank))
+    return expr.otherwise(F.lit(len(RANK)))
+
+
+def _unrank(col: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.element_at(F.array(*[F.lit(v) for v in VERDICTS], F.lit("none")), F.col(col) + 1)
+
+
+def cells_df(records: Any) -> Any:
+    """target column x requirement: the worst verdict (spec and vendor apart), pass rate, the worst
+    case's expected/observed/trace for the report's link."""
+    from pyspark.sql import functions as F
+
+    r = (records.withColumn("_v", _rank("verdict")).withColumn("_s", _rank("spec_verdict")).withColumn("_d", _rank("vendor_verdict")))
+    worst = F.struct(F.col("_v"), F.col("case_id"), F.col("expected"), F.col("observed"), F.col("wire_trace"), F.col("reason"), F.col("citation"))
+    return (r.groupBy("column", "config", "product", "version", "protocol", "queue_type", "requirement", "level", "area")
+            .agg(F.min("_v").alias("_v"), F.min("_s").alias("_s"), F.min("_d").alias("_d"),
+                 F.count(F.lit(1)).alias("records"), F.countDistinct("case_id").alias("cases"),
+                 F.countDistinct("run_id").alias("runs"),
+                 F.sum(F.when(F.col("verdict") == "pass", 1).otherwise(0)).alias("passes"),
+                 F.sum(F.when(F.col("verdict").isin(*DECIDED), 1).otherwise(0)).alias("decided"),
+                 F.min(worst).alias("worst"))
+            .withColumn("verdict", _unrank("_v")).withColumn("spec_verdict", _unrank("_s")).withColumn("vendor_verdict", _unrank("_d"))
+            .withColumn("pass_rate", F.when(F.col("decided") > 0, F.col("passes") / F.col("decided")))
+            .select("column", "config", "product", "version", "protocol", "queue_type", "requirement", "level", "area", "verdict",
+                    "spec_verdict", "vendor_verdict", "records", "cases", "runs", "pass_rate",
+                    F.col("worst.case_id").alias("case_id"), F.col("worst.expected").alias("expected"),
+                    F.col("worst.observed").alias("observed"), F.col("worst.wire_trace").alias("wire_trace"),
+                    F.col("worst.reason").alias("reason"), F.col("worst.citation").alias("citation")))
+
+
+def rows(df: Any) -> list[dict[str, Any]]:
+    return [r.asDict() for r in df.collect()]
+
+
+def scores(cells: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
+    """Per target column and area (or level): how many requirements pass, of those the target was
+    judged on (unsupported/undocumented cells are counted apart, never as failures or passes)."""
+    acc: dict[tuple[str, str], dict[str, Any]] = {}
+    for c in cells:
+        key = (c["column"], c[by])
+        a = acc.setdefault(key, {"column": c["column"], by: c[by], **dict.fromkeys(VERDICTS, 0)})
+        a[c["verdict"]] = a.get(c["verdict"], 0) + 1
+    out = []
+    for a in acc.values():
+        judged = a["pass"] + a["fail"] + a["error"] + a["deviation"]
+        a["judged"] = judged
+        a["score"] = round(a["pass"] / judged, 4) if judged else None
+        out.append(a)
+    return sorted(out, key=lambda a: (a["column"], a[by]))
+
+
+def flakiness(records: Any) -> list[dict[str, Any]]:
+    """Per target column and case: how often it passed over its repetitions; flaky when neither
+    always nor never (only cases seen more than once)."""
+    from pyspark.sql import functions as F
+
+    df = (records.filter(F.col("verdict").isin(*DECIDED))
+          .groupBy("column", "requirement", "level", "case_id")
+          .agg(F.count(F.lit(1)).alias("repetitions"), F.sum(F.when(F.col("verdict") == "pass", 1).otherwise(0)).alias("passes"))
+          .filter(F.col("repetitions") > 1)
+          .withColumn("pass_rate", F.col("passes") / F.col("repetitions"))
+          .withColumn("flaky", (F.col("pass_rate") > 0) & (F.col("pass_rate") < 1)))
+    return sorted(rows(df), key=lambda r: (not r["flaky"], r["pass_rate"], r["column"], r["case_id"]))
+
+
+def durations(records: Any) -> list[dict[str, Any]]:
+    from pyspark.sql import functions as F
+
+    df = (records.filter(F.col("duration_s").isNotNull()).groupBy("column", "area")
+          .agg(F.count(F.lit(1)).alias("cases"), F.mean("duration_s").alias("mean_s"),
+               F.percentile_approx("duration_s", 0.5).alias("p50_s"), F.percentile_approx("duration_s", 0.95).alias("p95_s"),
+               F.max("duration_s").alias("max_s"), F.sum("duration_s").alias("total_s")))
+    return sorted(rows(df), key=lambda r: (r["column"], r["area"]))
+
+
+def compare(baseline: list[dict[str, Any]], current: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Cell by cell against a baseline, matched by product, protocol, queue type and requirement
+    (not version: comparing releases is the point)."""
+    base = {(c["config"], c["requirement"]): c for c in baseline}
+    out = []
+    for c in current:
+        b = base.get((c["config"], c["requirement"]))
+        if b is None:
+            change = "new"
+        else:
+            was, now = b["verdict"], c["verdict"]
+            failing = ("fail", "error")
+            if was == "pass" and now in failing:
+                change = "newly failing"
+            elif was in failing and now == "pass":
+                change = "fixed"
+            elif was in failing and now in failing:
+                change = "still failing"
+            elif now == "unsupported" and was != "unsupported":
+                change = "newly unsupported"
+            elif was != now:
+                change = f"{was} -> {now}"
+            else:
+                continue
+        out.append({"config": c["config"], "column": c["column"], "baseline_column": b["column"] if b else None,
+                    "requirement": c["requirement"], "level": c["level"], "area": c["area"],
+                    "baseline": b["verdict"] if b else None, "current": c["verdict"], "change": change,
+                    "observed": c.get("observed"), "expected": c.get("expected")})
+    order = {"newly failing": 0, "still failing": 1, "newly unsupported": 2, "fixed": 3}
+    return sorted(out, key=lambda d: (order.get(d["change"], 4), d["level"] != "MUST", d["requirement"]))

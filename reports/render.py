@@ -1,0 +1,137 @@
+"""Rendering the collected figures: one offline HTML page, a Markdown summary, JSON.
+
+No CDN, no script: charts are inline SVG built here, so the page opens the same on a laptop, in a
+CI artifact viewer or in a browser with no network.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from reports.schema import LEVELS, VERDICTS
+
+TEMPLATES = Path(__file__).with_name("templates")
+PROBLEM_VERDICTS = ("fail", "error", "deviation")
+
+
+def _anchor(cell: dict[str, Any]) -> str:
+    raw = f"cell-{cell['requirement']}-{cell['column']}"
+    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in raw)
+
+
+def bar_chart(items: list[tuple[str, float]], *, unit: str, title: str, width: int = 720) -> str:
+    """Horizontal bars, one per label: the values people compare at a glance."""
+    if not items:
+        return "<p>No data.</p>"
+    top = max(v for _, v in items) or 1.0
+    row, label_w = 18, 260
+    height = row * len(items) + 24
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="{html.escape(title)}">',
+             f'<text x="0" y="12" font-size="12" font-weight="600">{html.escape(title)}</text>']
+    for i, (label, value) in enumerate(items):
+        y = 20 + i * row
+        w = max(1.0, (width - label_w - 80) * value / top)
+        parts.append(f'<text x="{label_w - 6}" y="{y + 12}" font-size="11" text-anchor="end">{html.escape(label[:44])}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y + 2}" width="{w:.1f}" height="{row - 5}" fill="#5c6bc0"/>')
+        parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 12}" font-size="11">{value:.3g} {unit}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def context(result: dict[str, Any]) -> dict[str, Any]:
+    cells = result["cells"]
+    columns = sorted({c["column"] for c in cells})
+    reqs: dict[str, dict[str, Any]] = {}
+    for c in cells:
+        reqs.setdefault(c["requirement"], {"requirement": c["requirement"], "level": c["level"], "area": c["area"]})
+    order = {lv: i for i, lv in enumerate(LEVELS)}
+    requirements = sorted(reqs.values(), key=lambda r: (r["area"], order.get(r["level"], 9), r["requirement"]))
+    grid = {}
+    details = []
+    for c in cells:
+        c = dict(c)
+        if c["verdict"] in PROBLEM_VERDICTS:
+            c["anchor"] = _anchor(c)
+            details.append(c)
+        grid[(c["requirement"], c["column"])] = c
+    rank = {v: i for i, v in enumerate(VERDICTS)}
+    details.sort(key=lambda c: (rank.get(c["verdict"], 9), order.get(c["level"], 9), c["requirement"], c["column"]))
+    by_col: dict[str, dict[str, Any]] = {}
+    for s in result["level_scores"]:
+        k = by_col.setdefault(s["column"], {"column": s["column"], "pass": 0, "judged": 0})
+        if s["level"] == "MUST":
+            k["pass"] += s["pass"]
+            k["judged"] += s["judged"]
+    kpis = [{**k, "score": (k["pass"] / k["judged"]) if k["judged"] else None} for k in by_col.values()]
+    durations = sorted(((f"{d['column']} · {d['area']}", d["p95_s"] or 0.0) for d in result["durations"]), key=lambda x: -x[1])[:30]
+    flaky = [f for f in result["flakiness"] if f["flaky"]]
+    kms = []
+    for km in result.get("killmatrices", []):
+        km = dict(km)
+        cellmap = {(c["case"], c["mutation"]): ("error" if c["verdict"] == "error" else "ran") for c in km.get("cells", [])}
+        for k in km.get("kills", []):
+            cellmap[(k["case"], k["mutation"])] = "kill"
+        km["cellmap"] = cellmap
+        km.setdefault("unproven_deviation", [])
+        kms.append(km)
+    return {
+        "columns": columns, "requirements": requirements, "grid": grid, "details": details, "verdicts": VERDICTS,
+        "areas": sorted({c["area"] for c in cells}), "levels": [lv for lv in LEVELS if any(c["level"] == lv for c in cells)],
+        "area_scores": {(s["column"], s["area"]): s for s in result["area_scores"]},
+        "level_scores": {(s["column"], s["level"]): s for s in result["level_scores"]},
+        "kpis": kpis, "diff": result.get("diff"), "flaky": flaky, "repeated": len(result["flakiness"]),
+        "duration_chart": bar_chart(durations, unit="s", title="95th percentile case duration by target and area"),
+        "flaky_chart": bar_chart([(f"{f['column'][:20]} · {f['case_id'][-24:]}", f["pass_rate"] * 100) for f in flaky[:30]],
+                                 unit="% pass", title="Pass rate of flaky cases"),
+        "killmatrices": kms, "summary": result["summary"],
+        "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "version": result.get("suite_version", ""),
+    }
+
+
+def render_html(result: dict[str, Any]) -> str:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, trim_blocks=False)
+    return env.get_template("report.html.j2").render(**context(result))
+
+
+def render_markdown(result: dict[str, Any], html_name: str = "report.html") -> str:
+    """Short enough for a pull-request comment: scores, regressions, what fails."""
+    ctx = context(result)
+    lines = ["## Broker compliance", ""]
+    lines.append("| target | MUST pass | fail | deviation | unsupported |")
+    lines.append("|---|---:|---:|---:|---:|")
+    per: dict[str, dict[str, int]] = {}
+    for c in result["cells"]:
+        per.setdefault(c["column"], dict.fromkeys(VERDICTS, 0))[c["verdict"]] += 1
+    for k in ctx["kpis"]:
+        v = per.get(k["column"], {})
+        score = f"{100 * k['score']:.0f}% ({k['pass']}/{k['judged']})" if k["score"] is not None else "n/a"
+        lines.append(f"| {k['column']} | {score} | {v.get('fail', 0) + v.get('error', 0)} | {v.get('deviation', 0)} | {v.get('unsupported', 0)} |")
+    diff = result.get("diff")
+    if diff is not None:
+        newly = [d for d in diff if d["change"] == "newly failing"]
+        lines += ["", f"**Against the baseline:** {len(newly)} newly failing, "
+                      f"{sum(d['change'] == 'fixed' for d in diff)} fixed, {sum(d['change'] == 'still failing' for d in diff)} still failing."]
+        for d in newly[:20]:
+            lines.append(f"- :x: `{d['requirement']}` [{d['level']}] on {d['column']}: {d['baseline']} -> {d['current']}: {(d['observed'] or '')[:160]}")
+    fails = [c for c in ctx["details"] if c["verdict"] in ("fail", "error")]
+    if fails:
+        lines += ["", "**Failing:**"]
+        for c in fails[:20]:
+            lines.append(f"- `{c['requirement']}` [{c['level']}] on {c['column']}: {(c['observed'] or '')[:160]}")
+        if len(fails) > 20:
+            lines.append(f"- ... {len(fails) - 20} more in {html_name}")
+    s = result["summary"]
+    lines += ["", f"_{s['records']} case records, {s['quarantined']} quarantined line(s). Full report: {html_name}_", ""]
+    return "\n".join(lines)
+
+
+def write_json(result: dict[str, Any], path: Path) -> None:
+    keep = {k: v for k, v in result.items() if k != "killmatrices"}
+    keep["schema"] = "conformance.report/1"
+    path.write_text(json.dumps(keep, indent=1, sort_keys=True, default=str) + "\n")

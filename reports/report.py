@@ -1,0 +1,73 @@
+"""``conformance report``: many runs in, one compliance report out (HTML, Markdown, JSON, Parquet, CSV)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from reports import analysis
+from reports.ingest import Ingested, ingest
+from reports.render import render_html, render_markdown, write_json
+
+KILLMATRIX_FILE = "killmatrix.json"
+
+
+def figures(spark: Any, paths: list[str]) -> tuple[dict[str, Any], Ingested]:
+    """Everything the outputs show, from the runs under ``paths`` (one Spark job graph)."""
+    data = ingest(spark, paths)
+    cells_df = analysis.cells_df(data.records).cache()
+    cells = analysis.rows(cells_df)
+    result: dict[str, Any] = {
+        "cells": sorted(cells, key=lambda c: (c["requirement"], c["column"])),
+        "area_scores": analysis.scores(cells, "area"),
+        "level_scores": analysis.scores(cells, "level"),
+        "flakiness": analysis.flakiness(data.records),
+        "durations": analysis.durations(data.records),
+        "summary": {"records": data.counts["ok"], "quarantined": data.counts["quarantined"], "mutated": data.counts["mutated"],
+                    "sources": len(data.sources), "quarantined_examples": data.quarantined_examples},
+    }
+    result["_cells_df"] = cells_df
+    return result, data
+
+
+def killmatrices(paths: list[str]) -> list[dict[str, Any]]:
+    """Self-test kill matrices lying in the given run folders (small JSON, read without Spark)."""
+    import glob
+
+    out = []
+    for p in paths:
+        for folder in (sorted(glob.glob(p)) if glob.has_magic(p) else [p]):
+            f = Path(folder) / KILLMATRIX_FILE
+            if f.is_file():
+                try:
+                    out.append(json.loads(f.read_text()))
+                except json.JSONDecodeError:
+                    continue  # a damaged self-test file does not cost the compliance report
+    return out
+
+
+def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, master: str | None = None) -> dict[str, Any]:
+    from conformance import __version__
+    from reports.session import spark_session
+
+    spark = spark_session(master)
+    try:
+        result, _ = figures(spark, paths)
+        if baseline:
+            base, _ = figures(spark, baseline)
+            result["diff"] = analysis.compare(base["cells"], result["cells"])
+        result["killmatrices"] = killmatrices(paths)
+        result["suite_version"] = __version__
+        out.mkdir(parents=True, exist_ok=True)
+        cells_df = result.pop("_cells_df")
+        cells_df.drop("wire_trace").coalesce(1).write.mode("overwrite").parquet(str(out / "matrix.parquet"))
+        cells_df.drop("wire_trace", "expected", "observed").coalesce(1).write.mode("overwrite").option("header", True).csv(str(out / "matrix.csv"))
+    finally:
+        if not os.environ.get("CONFORMANCE_KEEP_SPARK"):
+            spark.stop()
+    (out / "report.html").write_text(render_html(result))
+    (out / "summary.md").write_text(render_markdown(result))
+    write_json(result, out / "matrix.json")
+    return result
