@@ -89,13 +89,19 @@ def run_gate(baseline: list[str], current: list[str], *, manifest: Path | None =
     from reports.report import figures
     from reports.session import spark_session
 
+    import os
+
+    from reports.ingest import result_files
+
     known = load_manifest(manifest)  # bad input fails before Spark starts
+    result_files(baseline), result_files(current)
     spark = spark_session(master)
     try:
         base, _ = figures(spark, baseline)
         now, _ = figures(spark, current)
     finally:
-        spark.stop()
+        if not os.environ.get("CONFORMANCE_KEEP_SPARK"):
+            spark.stop()
     diff = analysis.compare(base["cells"], now["cells"])
     was_flaky = {(f["column"], f["case_id"]) for f in base["flakiness"] if f["flaky"]}
     new_flaky = [f for f in now["flakiness"] if f["flaky"] and (f["column"], f["case_id"]) not in was_flaky]

@@ -50,8 +50,10 @@ def killmatrices(paths: list[str]) -> list[dict[str, Any]]:
 
 def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, master: str | None = None) -> dict[str, Any]:
     from conformance import __version__
+    from reports.ingest import result_files
     from reports.session import spark_session
 
+    result_files(paths), result_files(baseline or paths)  # a bad path is a one-line error before Spark starts
     spark = spark_session(master)
     try:
         result, _ = figures(spark, paths)

@@ -1,0 +1,200 @@
+"""The report pipeline on small synthetic runs, with one Spark session for the whole module.
+
+Synthetic records use the real schema (conformance.result/1); the pipeline never sees a broker.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from conformance.errors import UsageError
+from tests.conftest import conformance_cmd
+
+pytest.importorskip("pyspark")
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from reports.session import spark_session
+
+    os.environ["CONFORMANCE_KEEP_SPARK"] = "1"  # build() and run_gate() reuse this session
+    session = spark_session("local[2]")
+    yield session
+    os.environ.pop("CONFORMANCE_KEEP_SPARK", None)
+    session.stop()
+
+
+def rec(req: str, verdict: str, *, level: str = "MUST", area: str = "ack", qt: str = "classic", version: str = "3.10.8",
+        run: str = "r1", case: str | None = None, spec: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"schema": "conformance.result/1", "run_id": run, "case_id": case or f"{area}/test_x.py::T{req}::test[{qt}]",
+            "requirement": req, "level": level, "area": area, "queue_type": qt, "variant": None, "verdict": verdict,
+            "spec_verdict": spec or verdict, "vendor_verdict": verdict, "reason": "", "citation": "",
+            "expected": f"{req} holds", "observed": f"{req} {verdict}", "duration_s": 0.5, "attempt": 1,
+            "target": "rabbitmq-local", "product": "RabbitMQ", "version": version, "protocol": "amqp-0-9-1",
+            "adapter": "pika", "profile": "rabbitmq-3.10", "suite_version": "0.1.0", **extra}
+
+
+def run_dir(root: Path, name: str, records: list[dict[str, Any]], *, extra_lines: list[str] = ()) -> str:
+    d = root / name
+    d.mkdir(parents=True)
+    lines = [json.dumps(r) for r in records] + list(extra_lines)
+    (d / "results.jsonl").write_text("\n".join(lines) + "\n")
+    (d / "run.json").write_text(json.dumps({"schema": "conformance.run/1", "run_id": records[0]["run_id"] if records else "x"}))
+    return str(d)
+
+
+def cells(spark: Any, paths: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
+    from reports.report import figures
+
+    result, _ = figures(spark, paths)
+    result.pop("_cells_df")
+    return {(c["requirement"], c["column"]): c for c in result["cells"]}
+
+
+BASE = [rec("ACK-A", "pass"), rec("ACK-B", "pass", qt="quorum"), rec("ACK-C", "fail", level="SHOULD"),
+        rec("LIMIT-X", "unsupported", level="EXTENSION", area="limit"), rec("ACK-D", "deviation", spec="fail")]
+
+
+def test_a_corrupted_line_is_quarantined_and_changes_nothing_else(spark: Any, tmp_path: Path) -> None:
+    from reports.report import figures
+
+    clean = run_dir(tmp_path, "clean", BASE)
+    damaged = run_dir(tmp_path, "damaged", BASE, extra_lines=['{"schema": "conformance.result/1", "requirement": "ACK-A", "verd', "not json at all"])
+    a, _ = figures(spark, [clean])
+    b, data = figures(spark, [damaged])
+    assert b["summary"]["quarantined"] == 2 and a["summary"]["quarantined"] == 0
+    assert data.quarantined_examples and "not json" in data.quarantined_examples[-1]["line"] + data.quarantined_examples[0]["line"]
+    strip = lambda r: sorted((c["requirement"], c["column"], c["verdict"], c["records"]) for c in r["cells"])  # noqa: E731
+    assert strip(a) == strip(b)
+
+
+def test_an_unknown_schema_version_is_refused(spark: Any, tmp_path: Path) -> None:
+    from reports.ingest import ingest
+
+    path = run_dir(tmp_path, "future", [rec("ACK-A", "pass") | {"schema": "conformance.result/9"}])
+    with pytest.raises(UsageError, match=r"unknown result schema 'conformance.result/9'"):
+        ingest(spark, [path])
+
+
+def test_matrix_keeps_spec_and_vendor_verdicts_apart_and_shows_the_worst(spark: Any, tmp_path: Path) -> None:
+    recs = BASE + [rec("ACK-A", "fail", run="r2"), rec("ACK-A", "pass", run="r3")]
+    c = cells(spark, [run_dir(tmp_path, "r", recs)])
+    col = "RabbitMQ 3.10.8 amqp-0-9-1 classic"
+    assert c[("ACK-A", col)]["verdict"] == "fail" and c[("ACK-A", col)]["runs"] == 3
+    assert abs(c[("ACK-A", col)]["pass_rate"] - 2 / 3) < 1e-9
+    assert (c[("ACK-D", col)]["verdict"], c[("ACK-D", col)]["spec_verdict"]) == ("deviation", "fail")
+    assert c[("ACK-B", "RabbitMQ 3.10.8 amqp-0-9-1 quorum")]["verdict"] == "pass"
+
+
+def test_self_test_records_never_count_as_results(spark: Any, tmp_path: Path) -> None:
+    from reports.report import figures
+
+    recs = BASE + [rec("ACK-A", "fail", run="m", mutation="acks-dropped"), rec("ACK-B", "pass", mutation="probe", qt="quorum", run="p")]
+    result, _ = figures(spark, [run_dir(tmp_path, "m", recs)])
+    assert result["summary"]["mutated"] == 1
+    assert {c["requirement"]: c["verdict"] for c in result["cells"] if c["queue_type"] == "classic"}["ACK-A"] == "pass"
+
+
+def test_flakiness_scores_and_durations(spark: Any, tmp_path: Path) -> None:
+    from reports.report import figures
+
+    recs = [rec("ACK-A", v, run=f"r{i}") for i, v in enumerate(["pass", "fail", "pass", "pass"])] + [rec("ACK-B", "pass", run=f"r{i}") for i in range(4)]
+    result, _ = figures(spark, [run_dir(tmp_path, "f", recs)])
+    flaky = [f for f in result["flakiness"] if f["flaky"]]
+    assert [(f["requirement"], f["repetitions"], f["pass_rate"]) for f in flaky] == [("ACK-A", 4, 0.75)]
+    area = {(s["column"], s["area"]): s for s in result["area_scores"]}[("RabbitMQ 3.10.8 amqp-0-9-1 classic", "ack")]
+    assert (area["pass"], area["fail"], area["judged"]) == (1, 1, 2)
+    assert result["durations"][0]["cases"] == 8
+
+
+def test_baseline_differences(spark: Any, tmp_path: Path) -> None:
+    from reports.analysis import compare
+    from reports.report import figures
+
+    base, _ = figures(spark, [run_dir(tmp_path, "b", BASE)])
+    now_recs = [rec("ACK-A", "fail", version="3.11.0"), rec("ACK-B", "pass", qt="quorum", version="3.11.0"),
+                rec("ACK-C", "pass", level="SHOULD", version="3.11.0"), rec("ACK-D", "unsupported", version="3.11.0"),
+                rec("LIMIT-X", "unsupported", level="EXTENSION", area="limit", version="3.11.0")]
+    now, _ = figures(spark, [run_dir(tmp_path, "n", now_recs)])
+    diff = {d["requirement"]: d["change"] for d in compare(base["cells"], now["cells"])}
+    assert diff == {"ACK-A": "newly failing", "ACK-C": "fixed", "ACK-D": "newly unsupported"}
+
+
+def test_gate_exit_codes_known_deviation_xpass_and_expiry(spark: Any, tmp_path: Path) -> None:
+    from reports.gate import run_gate
+
+    base = run_dir(tmp_path, "base", BASE)
+    cur = run_dir(tmp_path, "cur", [rec("ACK-A", "fail", version="3.11.0"), rec("ACK-B", "pass", qt="quorum", version="3.11.0"),
+                                    rec("ACK-C", "pass", level="SHOULD", version="3.11.0")])
+    g = run_gate([base], [cur])
+    assert not g["passed"] and [d["requirement"] for d in g["regressions"]] == ["ACK-A"]
+    manifest = tmp_path / "known.yaml"
+    future = (datetime.date.today() + datetime.timedelta(days=30)).isoformat()
+    manifest.write_text(f"known:\n  - {{requirement: ACK-A, target: 'RabbitMQ * classic', reason: vendor bug, link: 'https://example.invalid/1', expires: {future}}}\n"
+                        f"  - {{requirement: ACK-C, target: '*', reason: 'fixed upstream', expires: {future}}}\n")
+    g = run_gate([base], [cur], manifest=manifest)
+    assert g["passed"] and [d["requirement"] for d in g["known"]] == ["ACK-A"]
+    assert [x["requirement"] for x in g["xpass"]] == ["ACK-C"]
+    manifest.write_text("known:\n  - {requirement: ACK-A, target: '*', reason: vendor bug, expires: 2020-01-01}\n")
+    g = run_gate([base], [cur], manifest=manifest)
+    assert not g["passed"] and g["expired"] and not g["regressions"]
+
+
+def test_gate_and_report_refuse_bad_input_in_one_line(tmp_path: Path) -> None:
+    for args in (("gate", "--baseline", str(tmp_path / "nope"), "--current", str(tmp_path)),
+                 ("report", str(tmp_path / "missing"), "--out", str(tmp_path / "o"))):
+        proc = subprocess.run(conformance_cmd(*args), capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("known: [{reason: no requirement}]\n")
+    run_dir(tmp_path, "r", BASE)
+    proc = subprocess.run(conformance_cmd("gate", "--baseline", str(tmp_path / "r"), "--current", str(tmp_path / "r"), "--known", str(bad)),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "entry 1 needs at least 'requirement' and 'reason'" in proc.stderr
+
+
+KILLMATRIX = {"schema": "conformance.killmatrix/1", "product": "RabbitMQ", "version": "3.10.8", "protocol": "amqp-0-9-1", "wall_s": 3.0,
+              "ok": True, "problems": [], "unproven": [], "unproven_deviation": [],
+              "counts": {"cases": 1, "provable": 1, "mutations": 1, "kills": 1, "blind_spots": 0, "unproven": 0, "unproven_must": 0,
+                         "unproven_deviation": 0, "false_alarms": 0},
+              "mutations": [{"name": "acks-dropped", "description": "drops acks"}],
+              "cases": [{"case": "ack/test_x.py::TACK-A::test[classic]", "clean": "pass"}],
+              "cells": [{"case": "ack/test_x.py::TACK-A::test[classic]", "mutation": "acks-dropped", "verdict": "fail"}],
+              "kills": [{"case": "ack/test_x.py::TACK-A::test[classic]", "mutation": "acks-dropped", "observed": "came back"}]}
+
+
+def test_report_outputs_and_the_page_in_a_real_browser(spark: Any, tmp_path: Path) -> None:
+    from reports.report import build
+
+    a = run_dir(tmp_path, "classic", BASE + [rec("ACK-E", "fail", wire_trace="C->S basic.ack <script>x</script>")])
+    b = run_dir(tmp_path, "quorum", [rec(r["requirement"], r["verdict"], qt="quorum", level=r["level"], area=r["area"]) for r in BASE])
+    (Path(a) / "killmatrix.json").write_text(json.dumps(KILLMATRIX))
+    out = tmp_path / "report"
+    build([a, b], out, baseline=[a])
+    for name in ("report.html", "summary.md", "matrix.json"):
+        assert (out / name).stat().st_size > 0
+    assert list((out / "matrix.parquet").glob("*.parquet")) and list((out / "matrix.csv").glob("*.csv"))
+    page = (out / "report.html").read_text()
+    assert "<script>x</script>" not in page and "&lt;script&gt;" in page  # traces are escaped
+    assert "http" not in page.split("<body>")[0]  # nothing loaded from a network
+    assert "Suite strength" in page and "acks-dropped" in page
+    md = (out / "summary.md").read_text()
+    assert "| RabbitMQ 3.10.8 amqp-0-9-1 classic |" in md and "ACK-E" in md
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (scripts/install.sh installs it)")
+    profile = tmp_path / "chromium-profile"
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                          "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+                          "--dump-dom", (out / "report.html").as_uri()], capture_output=True, text=True, timeout=120).stdout
+    assert 'id="compliance-matrix"' in dom
+    assert dom.count('class="v fail"') >= 1 and dom.count('class="v pass"') >= 4
+    assert "RabbitMQ 3.10.8 amqp-0-9-1 quorum" in dom
