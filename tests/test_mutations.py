@@ -379,3 +379,8 @@ def test_qos_operators() -> None:
     assert [q.global_ for q in decoded(to_server)] == [True, False]
     to_server, *_ = run("prefetch-raised", [(C, f) for f in qos])
     assert [q.prefetch_count for q in decoded(to_server)] == [1, 4]
+
+
+def test_durable_cleared_rewrites_the_clients_transfers_only() -> None:
+    to_server, to_client, _, m = run("durable-cleared", [(C, transfer10(0, first_acquirer=False)), (S, transfer10(1, first_acquirer=False))])
+    assert header10(to_server[0])[0] is False and header10(to_client[0])[0] is True and m.rewritten == 1

@@ -61,10 +61,12 @@ def connection_name(f: Frame) -> str | None:
 
 
 class HeaderRewriter(Mutator):
-    """Rewrites the header section of the broker's transfers."""
+    """Rewrites the header section of the transfers one peer sends (the broker's, by default)."""
+
+    sender: Sender = S
 
     def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
-        if sender is not S or f.name != "transfer":
+        if sender is not self.sender or f.name != "transfer":
             return None
         from proton import Described, ulong
 
@@ -111,6 +113,17 @@ class DeliveryCountZeroed(HeaderRewriter):
             return None
         header[DELIVERY_COUNT] = uint(0)
         return f"delivery-count {before} -> 0"
+
+
+@operator("durable-cleared", P, "sends every durable message the client transfers as non-durable (header durable true -> false)")
+class DurableCleared(HeaderRewriter):
+    sender = C
+
+    def change(self, header: list[Any]) -> str | None:
+        if not header[0]:
+            return None
+        header[0] = False
+        return "durable true -> false"
 
 
 @operator("settled-early", P, "accepts and settles every unsettled transfer at the broker as soon as it is sent: a reliable link behaves as at-most-once")
