@@ -164,6 +164,8 @@ def pytest_configure(config: pytest.Config) -> None:
         mutation=config.getoption("--mutation"),
     )
     config.stash[STATE_KEY] = state
+    if worker is None:
+        _allure_environment(config, state)
     if worker is None and state.writer:
         state.writer.write_run(
             {
@@ -262,6 +264,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     started = time.monotonic()
 
     def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "") -> None:
+        _allure_verdict(v.outcome.value)
         if v.outcome not in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED):
             _allure_attach(v.render(req.id, req.level), history, trace)
         keep = history is not None and (state.keep_history or v.outcome not in (Outcome.PASS,))
@@ -377,10 +380,42 @@ def _allure_labels(req: Requirement, queue_type: str | None, variant: str | None
     allure.dynamic.severity(SEVERITY[req.level])
     allure.dynamic.tag(req.level, state.adapter.protocol, f"queue:{queue_type or 'default'}")
     allure.dynamic.parameter("profile", state.profile.id)
+    # Two targets (or protocols) running the same case must be two results, not retries of one.
+    target = _allure_target(state)
+    allure.dynamic.parameter("target", target)
+    allure.dynamic.parent_suite(target)
+    allure.dynamic.suite(req.area)
+    allure.dynamic.sub_suite(req.id)
     allure.dynamic.description(req.text)
     for s in req.sources:
         if s.url:
             allure.dynamic.link(s.url, name=f"{s.kind}: {s.ref}"[:120])
+
+
+def _allure_target(state: RunState) -> str:
+    return f"{state.server['product']} {state.server['version']} {state.adapter.protocol}"
+
+
+def _allure_verdict(verdict: str) -> None:
+    """The conformance verdict as a label: Allure's own status cannot say deviation or unsupported."""
+    try:
+        import allure
+    except ImportError:
+        return
+    allure.dynamic.label("verdict", verdict)
+    allure.dynamic.tag(f"verdict:{verdict}")
+
+
+def _allure_environment(config: pytest.Config, state: RunState) -> None:
+    """environment.properties: what Allure shows as the run's environment (never the password)."""
+    folder = getattr(config.option, "allure_report_dir", None)
+    if not folder:
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    meta = state.meta()
+    keys = ("target", "target_url", "product", "version", "protocol", "adapter", "profile", "suite_version", "mutation")
+    lines = [f"{k}={str(meta[k]).replace(chr(10), ' ')}" for k in keys if meta.get(k)]
+    (Path(folder) / "environment.properties").write_text("\n".join(lines) + "\n")
 
 
 def _allure_attach(text: str, history: History | None, trace: str = "") -> None:
