@@ -11,5 +11,15 @@ if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     -o DPkg::Lock::Timeout=900 rabbitmq-server >/dev/null
 fi
+# The report pipeline runs Spark on a JVM; the report's browser test loads the page in Chromium.
+missing=()
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install: ${missing[*]} (Debian packages)" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    -o DPkg::Lock::Timeout=900 "${missing[@]}" >/dev/null
+fi
 echo "install: python package and dependencies" >&2
 PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check -e .

@@ -33,7 +33,7 @@ def _explain(m: dict) -> str:
 
 @pytest.mark.timeout(1200)
 def test_selftest_amqp091_kills_every_provable_case(rabbit, tmp_path: Path) -> None:
-    proc, m = _selftest(rabbit, tmp_path, "--parallel", "3")
+    proc, m = _selftest(rabbit, tmp_path, "--parallel", "4")
     assert m["false_alarms"] == [] and m["clean_errors"] == [], _explain(m)
     assert m["unproven_must"] == [], _explain(m)
     assert m["blind_spots"] == [] and m["misattributed"] == [] and m["missed"] == [], _explain(m)

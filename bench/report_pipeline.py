@@ -1,0 +1,92 @@
+"""Time the report pipeline (ingest -> matrix, scores, flakiness, durations -> HTML/MD/JSON/Parquet/CSV)
+on synthetic run folders, and print records/second.
+
+    python bench/report_pipeline.py                 # 10k and 1M case records
+    python bench/report_pipeline.py --records 200000 --keep /tmp/runs
+
+The generator writes real ``conformance.result/1`` records: many targets (product x version x
+protocol x queue type), every requirement of the catalogue, repetitions with a few flaky cases,
+a sprinkling of failures with expected/observed text and wire traces, one corrupted line per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from conformance.catalogue import catalogue  # noqa: E402
+
+TARGETS = [("RabbitMQ", v, p) for v in ("3.10.8", "3.12.14", "3.13.7", "4.0.9", "4.3.0") for p in ("amqp-0-9-1", "amqp-1.0")] + \
+          [("LavinMQ", "2.1.0", "amqp-0-9-1"), ("Qpid Broker-J", "9.2.0", "amqp-1.0"), ("in-house", "1.4.0", "amqp-0-9-1")]
+QUEUE_TYPES = ("classic", "quorum")
+
+
+def generate(root: Path, records: int, *, seed: int = 7) -> list[Path]:
+    """Run folders under ``root`` holding about ``records`` case records in all."""
+    rnd = random.Random(seed)
+    reqs = list(catalogue().values())
+    per_run = len(reqs) * len(QUEUE_TYPES)
+    runs = max(1, min(200, records // per_run))  # a run repeats the catalogue: fewer, larger files, like real CI runs
+    reps = max(1, round(records / (per_run * runs)))
+    folders = []
+    trace = "\n".join(f"  {i * 0.3:8.3f}ms conn#1 C->S ch1   #{i:<5} basic.ack  delivery_tag={i} multiple=False" for i in range(40))
+    for r in range(runs):
+        product, version, protocol = TARGETS[r % len(TARGETS)]
+        run_id = f"run{r:06d}"
+        folder = root / run_id
+        folder.mkdir(parents=True)
+        lines = []
+        for req, qt, attempt in ((q, t, a) for a in range(1, reps + 1) for q in reqs for t in QUEUE_TYPES):
+            roll = rnd.random()
+            flaky = hash((req.id, product, version, qt)) % 97 == 0
+            verdict = "fail" if (roll < 0.02 or (flaky and roll < 0.3)) else "deviation" if roll < 0.04 else "unsupported" if roll < 0.08 else "pass"
+            rec = {"schema": "conformance.result/1", "run_id": run_id, "case_id": f"{req.area}/test_{req.area}.py::Test{req.id}::test[{qt}]",
+                   "requirement": req.id, "level": req.level, "area": req.area, "queue_type": qt, "variant": None,
+                   "verdict": verdict, "spec_verdict": "fail" if verdict == "deviation" else verdict, "vendor_verdict": verdict,
+                   "reason": "documented" if verdict != "pass" else "", "citation": "", "expected": f"{req.id}: {req.text[:80]}",
+                   "observed": "as expected" if verdict == "pass" else "came back [m1, m2] (missing [m3])",
+                   "duration_s": rnd.expovariate(5.0), "attempt": attempt, "finished_at": time.time(), "target": "synthetic",
+                   "product": product, "version": version, "protocol": protocol, "adapter": "pika", "profile": "synthetic",
+                   "suite_version": "0.1.0", "wire_trace": trace if verdict == "fail" else None}
+            lines.append(json.dumps(rec))
+        lines.append('{"schema": "conformance.result/1", "requirement": "TRUNC')  # a run killed mid-line
+        (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
+        (folder / "run.json").write_text(json.dumps({"schema": "conformance.run/1", "run_id": run_id, "product": product, "version": version}))
+        folders.append(folder)
+    return folders
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, action="append", help="records per measurement (repeatable; default 10000 and 1000000)")
+    ap.add_argument("--keep", type=Path, help="generate into this folder and keep it")
+    ap.add_argument("--spark-master", help="Spark master URL (default local[*])")
+    args = ap.parse_args()
+    from reports.report import build
+
+    for n in args.records or [10_000, 1_000_000]:
+        root = args.keep or Path(tempfile.mkdtemp(prefix="bench-report-"))
+        t0 = time.monotonic()
+        folders = generate(root / f"n{n}", n)
+        gen_s = time.monotonic() - t0
+        t1 = time.monotonic()
+        result = build([str(root / f"n{n}" / "*")], root / f"n{n}-report", master=args.spark_master)
+        took = time.monotonic() - t1
+        got = result["summary"]["records"]
+        print(f"{got:>9} records in {len(folders)} runs: report in {took:6.1f} s ({got / took:,.0f} records/s end to end, "
+              f"Spark start included); {result['summary']['quarantined']} quarantined; generation {gen_s:.1f} s", flush=True)
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
