@@ -61,7 +61,6 @@ def ingest(spark: Any, paths: list[str]) -> Ingested:
     files = result_files(paths)
     raw = (spark.read.schema(spark_schema()).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
            .json(files).withColumn("source", F.input_file_name()))
-    raw = raw.cache()  # Spark refuses queries on the corrupt-record column of an uncached JSON scan
     missing = None
     for name in REQUIRED:
         cond = F.col(name).isNull()
@@ -70,7 +69,9 @@ def ingest(spark: Any, paths: list[str]) -> Ingested:
               .when(~F.col("schema").isin(*RESULT_SCHEMAS), F.lit("unknown-schema"))
               .when(F.col("mutation").isNotNull() & ~F.col("mutation").isin(*HARMLESS), F.lit("mutated"))
               .otherwise(F.lit("ok")))
-    tagged = raw.withColumn("status", status)
+    # One parse of the files, cached: the counts, the quarantine examples and every figure read it.
+    # (Spark also refuses a query on the corrupt-record column of an uncached JSON scan.)
+    tagged = raw.withColumn("status", status).cache()
     counts = {r["status"]: int(r["count"]) for r in tagged.groupBy("status").count().collect()}
     if counts.get("unknown-schema"):
         bad = tagged.filter(F.col("status") == "unknown-schema").select("schema", "source").first()
@@ -83,4 +84,4 @@ def ingest(spark: Any, paths: list[str]) -> Ingested:
     good = good.withColumn("config", F.concat_ws(" ", F.col("product"), F.col("protocol"), F.col("queue_type")))
     for key in ("ok", "quarantined", "mutated"):
         counts.setdefault(key, 0)
-    return Ingested(good.cache(), counts, examples, files)
+    return Ingested(good, counts, examples, files)
