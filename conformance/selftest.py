@@ -278,21 +278,16 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
     missed = [{"mutation": m["name"], "requirements": m["missed"]} for m in mut if m["missed"]]
     undeclared = sorted(m["name"] for m in mut if not m["declared"])
     unproven_must = [c for c in unproven if cases[c]["level"] == "MUST" and c not in unproven_deviation]
-    problems = []
-    if unproven_must:
-        problems.append(f"{len(unproven_must)} MUST case(s) no mutation failed")
-    if blind:
-        problems.append(f"{len(blind)} mutation(s) no case caught: {', '.join(blind)}")
-    if misattributed:
-        problems.append(f"{len(misattributed)} mutation(s) caught only by requirements they were not declared to break")
-    if missed:
-        problems.append("declared expectations not met: " + "; ".join(f"{m['mutation']} did not break {', '.join(m['requirements'])}" for m in missed))
-    if false_alarms:
-        problems.append(f"{len(false_alarms)} case(s) failed without any mutation")
-    if clean_errors:
-        problems.append(f"{len(clean_errors)} case(s) errored on the clean run")
-    if undeclared:
-        problems.append(f"mutation(s) without a declared expectation: {', '.join(undeclared)}")
+    checks: list[tuple[object, str]] = [
+        (unproven_must, f"{len(unproven_must)} MUST case(s) no mutation failed"),
+        (blind, f"{len(blind)} mutation(s) no case caught: {', '.join(blind)}"),
+        (misattributed, f"{len(misattributed)} mutation(s) caught only by requirements they were not declared to break"),
+        (missed, "declared expectations not met: " + "; ".join(f"{m['mutation']} did not break {', '.join(m['requirements'])}" for m in missed)),
+        (false_alarms, f"{len(false_alarms)} case(s) failed without any mutation"),
+        (clean_errors, f"{len(clean_errors)} case(s) errored on the clean run"),
+        (undeclared, f"mutation(s) without a declared expectation: {', '.join(undeclared)}"),
+    ]
+    problems = [text for found, text in checks if found]
     return {
         "schema": SCHEMA,
         "target": meta.get("target", ""), "product": meta.get("product", ""), "version": meta.get("version", ""),
