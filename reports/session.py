@@ -8,6 +8,7 @@ a report run on a CI machine has no one to look at it, and it costs a port and s
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Any
 
 
@@ -20,9 +21,16 @@ def spark_session(master: str | None = None, *, ui: bool = False, app: str = "co
         from conformance.errors import UsageError
 
         raise UsageError(f"the report pipeline needs pyspark ({exc}); run scripts/install.sh") from None
+    from conformance.errors import UsageError
+
     master = master or os.environ.get("CONFORMANCE_SPARK_MASTER") or "local[*]"
     if master.startswith("sc://"):
-        return SparkSession.builder.remote(master).appName(app).getOrCreate()
+        try:
+            return SparkSession.builder.remote(master).appName(app).getOrCreate()
+        except ImportError as exc:
+            raise UsageError(f"Spark Connect ({master}) needs pip install 'pyspark[connect]': {exc}") from None
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        raise UsageError("Spark needs Java 17+ (apt-get install openjdk-17-jre-headless) or a Spark Connect URL (--spark-master sc://...)")
     builder = (
         SparkSession.builder.master(master).appName(app)
         .config("spark.ui.enabled", str(ui).lower())

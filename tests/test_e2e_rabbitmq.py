@@ -64,6 +64,12 @@ def test_catalogue_passes_on_rabbitmq_classic_and_quorum(rabbit: RabbitMQLocalNo
     assert len(results) == len(recs)
     labels = {(lab["name"], lab["value"]) for res in results for lab in res["labels"]}
     assert ("requirement", "ACK-UNKNOWN-TAG-406") in labels and ("severity", "critical") in labels and ("area", "ack") in labels
+    # ... suites target/area/requirement, a verdict label, the target as a parameter, environment.properties
+    names = {n for n, _ in labels}
+    assert {"parentSuite", "suite", "subSuite", "verdict"} <= names and ("suite", "ack") in labels
+    assert all(any(p["name"] == "target" for p in res["parameters"]) for res in results)
+    env = (out / "allure-results" / "environment.properties").read_text()
+    assert "product=RabbitMQ" in env and "protocol=amqp-0-9-1" in env and "profile=" in env
     # the node's password never reaches any output
     for p in out.rglob("*"):
         if p.is_file():

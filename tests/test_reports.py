@@ -198,3 +198,18 @@ def test_report_outputs_and_the_page_in_a_real_browser(spark: Any, tmp_path: Pat
     assert 'id="compliance-matrix"' in dom
     assert dom.count('class="v fail"') >= 1 and dom.count('class="v pass"') >= 4
     assert "RabbitMQ 3.10.8 amqp-0-9-1 quorum" in dom
+
+
+def test_gate_command_exit_codes_and_xpass(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cli import main
+
+    base = run_dir(tmp_path, "base", BASE)
+    cur = run_dir(tmp_path, "cur", [rec("ACK-A", "fail", version="3.11.0"), rec("ACK-C", "pass", level="SHOULD", version="3.11.0")])
+    assert main(["gate", "--baseline", base, "--current", cur]) == 1
+    out = capsys.readouterr().out
+    assert "REGRESSION ACK-A [MUST]" in out and "gate: FAILED" in out
+    known = tmp_path / "known.yaml"
+    known.write_text("known:\n  - {requirement: ACK-A, target: '*', reason: vendor bug}\n  - {requirement: ACK-C, target: '*', reason: old bug}\n")
+    assert main(["gate", "--baseline", base, "--current", cur, "--known", str(known)]) == 0
+    out = capsys.readouterr().out
+    assert "KNOWN ACK-A" in out and "XPASS ACK-C" in out and "gate: PASSED" in out
