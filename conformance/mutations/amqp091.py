@@ -72,20 +72,31 @@ def _flip(value: Any, attr: str, to: bool) -> str | None:
     return f"{attr} {not to} -> {to} (delivery_tag {getattr(value, 'delivery_tag', '?')})"
 
 
-@operator("redelivered-cleared", P, "clears the redelivered flag on every redelivery (basic.deliver, basic.get-ok)")
-class RedeliveredCleared(FieldRewriter):
-    frames = DELIVERIES
+class FlagFlipped(FieldRewriter):
+    """Sets one boolean field of a method to ``to`` (the operators registered from FLAG_FLIPS)."""
+
+    attr: str = ""
+    to: bool = False
 
     def change(self, value: Any) -> str | None:
-        return _flip(value, "redelivered", False)
+        return _flip(value, self.attr, self.to)
 
 
-@operator("redelivered-set", P, "sets the redelivered flag on every first delivery (basic.deliver, basic.get-ok)")
-class RedeliveredSet(FieldRewriter):
-    frames = DELIVERIES
-
-    def change(self, value: Any) -> str | None:
-        return _flip(value, "redelivered", True)
+#: name -> (who sends the frames, which methods, field, value it is forced to, description)
+FLAG_FLIPS: dict[str, tuple[Sender, tuple[str, ...], str, bool, str]] = {
+    "redelivered-cleared": (S, DELIVERIES, "redelivered", False, "clears the redelivered flag on every redelivery (basic.deliver, basic.get-ok)"),
+    "redelivered-set": (S, DELIVERIES, "redelivered", True, "sets the redelivered flag on every first delivery (basic.deliver, basic.get-ok)"),
+    "ack-multiple-cleared": (C, ("basic.ack",), "multiple", False, "turns multiple=true into multiple=false on the client's basic.ack"),
+    "ack-multiple-set": (C, ("basic.ack",), "multiple", True, "turns multiple=false into multiple=true on the client's basic.ack"),
+    "nack-multiple-cleared": (C, ("basic.nack",), "multiple", False, "turns multiple=true into multiple=false on the client's basic.nack"),
+    "requeue-cleared": (C, ("basic.nack", "basic.reject"), "requeue", False,
+                        "turns requeue=true into requeue=false on basic.nack and basic.reject (requeue becomes discard)"),
+    "requeue-set": (C, ("basic.nack", "basic.reject"), "requeue", True,
+                    "turns requeue=false into requeue=true on basic.nack and basic.reject (discard becomes requeue)"),
+}
+for _name, (_sender, _frames, _attr, _to, _text) in FLAG_FLIPS.items():
+    operator(_name, P, _text)(type(f"FlagFlipped[{_name}]", (FlagFlipped,),
+                                   {"sender": _sender, "frames": _frames, "attr": _attr, "to": _to}))
 
 
 @operator("acks-dropped", P, "drops every basic.ack from the client (the broker never sees the acknowledgement)")
@@ -110,46 +121,6 @@ class RejectsDropped(FieldRewriter):
 
     def change(self, value: Any) -> str | None:
         return ""
-
-
-@operator("ack-multiple-cleared", P, "turns multiple=true into multiple=false on the client's basic.ack")
-class AckMultipleCleared(FieldRewriter):
-    sender, frames = C, ("basic.ack",)
-
-    def change(self, value: Any) -> str | None:
-        return _flip(value, "multiple", False)
-
-
-@operator("ack-multiple-set", P, "turns multiple=false into multiple=true on the client's basic.ack")
-class AckMultipleSet(FieldRewriter):
-    sender, frames = C, ("basic.ack",)
-
-    def change(self, value: Any) -> str | None:
-        return _flip(value, "multiple", True)
-
-
-@operator("nack-multiple-cleared", P, "turns multiple=true into multiple=false on the client's basic.nack")
-class NackMultipleCleared(FieldRewriter):
-    sender, frames = C, ("basic.nack",)
-
-    def change(self, value: Any) -> str | None:
-        return _flip(value, "multiple", False)
-
-
-@operator("requeue-cleared", P, "turns requeue=true into requeue=false on basic.nack and basic.reject (requeue becomes discard)")
-class RequeueCleared(FieldRewriter):
-    sender, frames = C, ("basic.nack", "basic.reject")
-
-    def change(self, value: Any) -> str | None:
-        return _flip(value, "requeue", False)
-
-
-@operator("requeue-set", P, "turns requeue=false into requeue=true on basic.nack and basic.reject (discard becomes requeue)")
-class RequeueSet(FieldRewriter):
-    sender, frames = C, ("basic.nack", "basic.reject")
-
-    def change(self, value: Any) -> str | None:
-        return _flip(value, "requeue", True)
 
 
 @operator("no-ack-cleared", P, "turns no-ack=true into false on basic.consume and basic.get (an auto-ack consumer's deliveries stay unacked)")
