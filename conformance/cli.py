@@ -235,9 +235,9 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
     if args.keep_history:
         argv.append("--keep-history")
     if getattr(args, "mutation", None):
-        from conformance.mutations import make
+        from conformance.mutations import alters, make
 
-        if args.mutation not in ("none", "probe"):
+        if alters(args.mutation):
             make(args.mutation)  # an unknown name is a one-line usage error, before anything starts
         argv += ["--mutation", args.mutation]
     if args.workers > 1:
@@ -273,9 +273,11 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
 
     console = Console(stderr=False)
     verdicts = ("pass", "fail", "deviation", "unsupported", "undocumented", "error")
+    from conformance.mutations import alters
+
     mutated = (run.get("mutation") or {}).get("spec") if isinstance(run.get("mutation"), dict) else None
     title = f"{run.get('product', '?')} {run.get('version', '?')} via {run.get('adapter', '?')}, profile {run.get('profile', '?')}"
-    if mutated and mutated not in ("probe", "none"):
+    if alters(mutated):
         title += f"; MUTATED by {mutated}: a deliberately faulty broker, not a result about it"
     table = Table(title=title)
     table.add_column("area")

@@ -30,7 +30,7 @@ from typing import Any, Callable, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from conformance.faults import Action, Fault, Moment, Sender
-from conformance.mutations import Mutation, Mutator, Probe, make as make_mutation
+from conformance.mutations import Mutation, Mutator, Probe, alters, make as make_mutation
 from conformance.wire import Codec, Frame, MalformedFrame, codec_for
 
 READ_CHUNK = 256 * 1024
@@ -305,7 +305,7 @@ class FaultProxy(ProxyBase):
         self.upstream = upstream
         #: Rewrites frames on every connection whose protocol it speaks (conformance.mutations).
         #: "probe" rewrites nothing and records which operators would have; "none" is a plain relay.
-        self.mutation: Mutation | None = make_mutation(mutation) if mutation not in (None, "", "none", "probe") else None
+        self.mutation: Mutation | None = make_mutation(mutation) if mutation and alters(mutation) else None
         self.probing = mutation == "probe"
         self.probed: dict[str, set[str]] = {}
         self.trace = Trace(trace_limit)

@@ -28,6 +28,7 @@ from conformance.case import Case, CaseContext
 from conformance.catalogue import Requirement, check_selection, requirement
 from conformance.errors import ConformanceError, ConnectionLost, TargetError, Unsupported, UsageError
 from conformance.history import History
+from conformance.mutations import alters, make as make_mutation
 from conformance.profile import Profile, select_profile
 from conformance.proxy_isolated import IsolatedFaultProxy
 from conformance.results import ResultsWriter, read_results, read_run
@@ -71,7 +72,7 @@ class RunState:
     dead_cause: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
     #: The proxy applying ``--mutation`` (controller only) and whether the target is someone else's.
-    mutation_proxy: Any = None
+    mutation_proxy: IsolatedFaultProxy | None = None
     attached: bool = False
     #: A run through a mutation is a self-test of the suite, never a result about the broker.
     mutation: str | None = None
@@ -93,7 +94,7 @@ class RunState:
             "profile": self.profile.id,
             "suite_version": conformance.__version__,
             # a probing or plain relay changes nothing: only a real mutation marks the records
-            **({"mutation": self.mutation} if self.mutation not in (None, "", "none", "probe") else {}),
+            **({"mutation": self.mutation} if alters(self.mutation) else {}),
         }
 
 
@@ -111,6 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     worker = getattr(config, "workerinput", None)
     target: Target | None = None
+    mutation_proxy: IsolatedFaultProxy | None = None
     try:
         check_selection(config.getoption("--requirement") or [], config.getoption("--area") or [])
     except UsageError as exc:
@@ -128,10 +130,8 @@ def pytest_configure(config: pytest.Config) -> None:
             url, run_id = target.url, uuid.uuid4().hex[:12]
             mutation = config.getoption("--mutation")
             if mutation:
-                if mutation not in ("none", "probe"):
-                    from conformance.mutations import make
-
-                    make(mutation)  # an unknown name is a usage error here, not a dead proxy process
+                if alters(mutation):
+                    make_mutation(mutation)  # an unknown name is a usage error here, not a dead proxy process
                 mutation_proxy = IsolatedFaultProxy.for_url(url, mutation=mutation).start()
                 url = mutation_proxy.url(url)
         scheme = urlsplit(url).scheme
@@ -141,8 +141,8 @@ def pytest_configure(config: pytest.Config) -> None:
         conn.close()
         profile = select_profile(server.product, server.version, adapter.protocol, config.getoption("--profile"))
     except (ConformanceError, OSError) as exc:
-        if locals().get("mutation_proxy") is not None:
-            locals()["mutation_proxy"].close()
+        if mutation_proxy is not None:
+            mutation_proxy.close()
         if target is not None and not config.getoption("--attach-target"):
             target.stop()
         message = str(exc)
@@ -159,7 +159,7 @@ def pytest_configure(config: pytest.Config) -> None:
         run_id=run_id,
         writer=ResultsWriter(Path(out)) if out else None,
         keep_history=bool(config.getoption("--keep-history")),
-        mutation_proxy=locals().get("mutation_proxy"),
+        mutation_proxy=mutation_proxy,
         attached=bool(config.getoption("--attach-target")),
         mutation=config.getoption("--mutation"),
     )

@@ -87,21 +87,15 @@ def run_gate(baseline: list[str], current: list[str], *, manifest: Path | None =
              fail_on_new_flaky: bool = False, master: str | None = None) -> dict[str, Any]:
     from reports import analysis
     from reports.report import figures
-    from reports.session import spark_session
-
-    import os
+    from reports.session import spark_run
 
     from reports.ingest import result_files
 
     known = load_manifest(manifest)  # bad input fails before Spark starts
     result_files(baseline), result_files(current)
-    spark = spark_session(master)
-    try:
+    with spark_run(master) as spark:
         base, _ = figures(spark, baseline)
         now, _ = figures(spark, current)
-    finally:
-        if not os.environ.get("CONFORMANCE_KEEP_SPARK"):
-            spark.stop()
     diff = analysis.compare(base["cells"], now["cells"])
     was_flaky = {(f["column"], f["case_id"]) for f in base["flakiness"] if f["flaky"]}
     new_flaky = [f for f in now["flakiness"] if f["flaky"] and (f["column"], f["case_id"]) not in was_flaky]

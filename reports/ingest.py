@@ -16,11 +16,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.errors import UsageError
+from conformance.mutations import RELAYS
 from reports.schema import REQUIRED, RESULT_SCHEMAS, spark_schema
 
 RESULTS_FILE = "results.jsonl"
-#: values of ``mutation`` that do not alter the broker (the self-test's probing and plain relays)
-HARMLESS = ("probe", "none")
 
 
 @dataclass
@@ -67,7 +66,7 @@ def ingest(spark: Any, paths: list[str]) -> Ingested:
         missing = cond if missing is None else (missing | cond)
     status = (F.when(F.col("_corrupt").isNotNull() | missing, F.lit("quarantined"))
               .when(~F.col("schema").isin(*RESULT_SCHEMAS), F.lit("unknown-schema"))
-              .when(F.col("mutation").isNotNull() & ~F.col("mutation").isin(*HARMLESS), F.lit("mutated"))
+              .when(F.col("mutation").isNotNull() & ~F.col("mutation").isin(*RELAYS), F.lit("mutated"))
               .otherwise(F.lit("ok")))
     # One parse of the files, cached: the counts, the quarantine examples and every figure read it.
     # (Spark also refuses a query on the corrupt-record column of an uncached JSON scan.)

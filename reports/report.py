@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +50,10 @@ def killmatrices(paths: list[str]) -> list[dict[str, Any]]:
 def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, master: str | None = None) -> dict[str, Any]:
     from conformance import __version__
     from reports.ingest import result_files
-    from reports.session import spark_session
+    from reports.session import spark_run
 
     result_files(paths), result_files(baseline or paths)  # a bad path is a one-line error before Spark starts
-    spark = spark_session(master)
-    try:
+    with spark_run(master) as spark:
         result, _ = figures(spark, paths)
         if baseline:
             base, _ = figures(spark, baseline)
@@ -66,9 +64,6 @@ def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, mas
         cells_df = result.pop("_cells_df")
         cells_df.drop("wire_trace").coalesce(1).write.mode("overwrite").parquet(str(out / "matrix.parquet"))
         cells_df.drop("wire_trace", "expected", "observed").coalesce(1).write.mode("overwrite").option("header", True).csv(str(out / "matrix.csv"))
-    finally:
-        if not os.environ.get("CONFORMANCE_KEEP_SPARK"):
-            spark.stop()
     (out / "report.html").write_text(render_html(result))
     (out / "summary.md").write_text(render_markdown(result))
     write_json(result, out / "matrix.json")

@@ -7,9 +7,10 @@ a report run on a CI machine has no one to look at it, and it costs a port and s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from typing import Any
+from typing import Any, Iterator
 
 
 def spark_session(master: str | None = None, *, ui: bool = False, app: str = "conformance-report") -> Any:
@@ -42,3 +43,15 @@ def spark_session(master: str | None = None, *, ui: bool = False, app: str = "co
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextlib.contextmanager
+def spark_run(master: str | None = None) -> Iterator[Any]:
+    """The pipeline run's session, stopped at the end (kept when CONFORMANCE_KEEP_SPARK is set: a
+    test session shares one JVM across its tests)."""
+    spark = spark_session(master)
+    try:
+        yield spark
+    finally:
+        if not os.environ.get("CONFORMANCE_KEEP_SPARK"):
+            spark.stop()

@@ -26,6 +26,14 @@ from conformance.faults import Sender
 from conformance.wire import Frame
 
 EXPECTATIONS_FILE = Path(__file__).with_name("expectations.yaml")
+#: --mutation values that change nothing on the wire: a plain relay, and the self-test's probe that
+#: only records which operators would have rewritten a frame.
+RELAYS = ("none", "probe")
+
+
+def alters(spec: str | None) -> bool:
+    """Whether a --mutation value makes the broker faulty (its records are never results about it)."""
+    return bool(spec) and spec not in RELAYS
 
 
 class LinkIO(Protocol):
