@@ -143,3 +143,19 @@ def select(area: str | None = None, level: str | None = None) -> list[Requiremen
             raise UsageError(f"unknown level {level!r}; one of {', '.join(LEVELS)}")
         reqs = [r for r in reqs if r.level == level.upper()]
     return reqs
+
+
+@cache
+def catalogue_digest() -> str:
+    """sha256 over what a verdict rests on (ids, levels, texts, applicability, sources, profile keys).
+
+    Runs record it so that a gate compares like with like: two runs with different digests judged
+    different requirements, whatever their ids say."""
+    import hashlib
+    import json
+
+    rows = [
+        [r.id, r.level, r.area, r.text, list(r.protocols), r.profile_entry or "", [[s.kind, s.ref] for s in r.sources]]
+        for r in sorted(catalogue().values(), key=lambda r: r.id)
+    ]
+    return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()

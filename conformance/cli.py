@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -40,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the catalogue against a target and write results")
     target_options(run, out="results folder (default: runs/<timestamp>)")
     run.add_argument("--requirement", "-r", action="append", help="only this requirement id (repeatable)")
+    run.add_argument("--exclude-area", action="append", help="leave out this area (repeatable)")
+    run.add_argument("--level", action="append", type=str.upper, choices=list(LEVELS), help="only requirements of this level (repeatable)")
+    run.add_argument("--queue-type", action="append", help="only cases of this queue type, as the profile names them (repeatable)")
+    run.add_argument("--repeat", type=int, default=1, help="run every selected case N times: each repetition its own record, a pass rate per case")
     run.add_argument("--workers", "-n", type=int, default=1, help="parallel worker processes (default 1)")
     run.add_argument("--case-timeout", type=float, default=60.0, help="deadline per case in seconds (default 60)")
     run.add_argument("--keep-history", action="store_true", help="keep the operation history of passing cases too")
@@ -208,7 +213,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
 def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
     from conformance.cases import CASES_DIR
 
-    check_selection(args.requirement or [], args.area or [])
+    check_selection(args.requirement or [], (args.area or []) + (getattr(args, "exclude_area", None) or []))
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
     argv = [
@@ -217,13 +222,14 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
         "-c", str(CASES_DIR / "pytest.ini"),
         "--rootdir", str(CASES_DIR),
         str(CASES_DIR),
-        "--target", args.target,
+        *target_argv(args.target),
         "--results-dir", str(out),
         "--case-timeout", str(args.case_timeout),
         "--junitxml", str(out / "junit.xml"),
         "--alluredir", str(out / "allure-results"),
         "-rfEX",
         "-v" if args.verbose else "-q",
+        "--tb=short",  # no argument lists of the runner's frames: failures speak through their verdict
     ]
     for opt in ("adapter", "profile"):
         if getattr(args, opt):
@@ -232,6 +238,14 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
         argv += ["--requirement", rid]
     for area in args.area or []:
         argv += ["--area", area]
+    for opt in ("exclude_area", "level", "queue_type"):
+        for value in getattr(args, opt, None) or []:
+            argv += [f"--{opt.replace('_', '-')}", value]
+    repeat = getattr(args, "repeat", 1) or 1
+    if repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    if repeat > 1:
+        argv += ["--repeat", str(repeat)]
     if args.keep_history:
         argv.append("--keep-history")
     if getattr(args, "mutation", None):
@@ -243,6 +257,27 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
     if args.workers > 1:
         argv += ["-n", str(args.workers)]
     return argv
+
+
+#: The environment variable through which a target URL with a password reaches pytest (and the
+#: self-test's child processes): never their argv, which every user of the machine can read.
+TARGET_ENV = "CONFORMANCE_TARGET_URL"
+
+
+def target_argv(target: str) -> list[str]:
+    from urllib.parse import urlsplit
+
+    from conformance.secrets import register_url
+
+    try:
+        secret = "://" in target and urlsplit(target).password is not None
+    except ValueError:
+        secret = False
+    if not secret:
+        return ["--target", target]
+    register_url(target)
+    os.environ[TARGET_ENV] = target
+    return ["--target", "env", "--target-env", TARGET_ENV]
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -111,6 +111,8 @@ def _documented(items: Any, where: str, with_observed: bool) -> list[Documented]
         if not isinstance(raw, dict):
             raise UsageError(f"{w}: expected a mapping")
         qts = raw.get("queue_types")
+        if qts is not None and not (isinstance(qts, list) and all(isinstance(q, str) for q in qts)):
+            raise UsageError(f"{w}.queue_types: expected a list of queue type names")
         out.append(
             Documented(
                 requirement=str(_need(raw, "requirement", w)),
@@ -135,12 +137,19 @@ def parse_profile(data: Any, origin: str) -> Profile:
             SpecifierSet(versions)
         except InvalidSpecifier as exc:
             raise UsageError(f"{origin}: bad version range {versions!r}: {exc}") from exc
+    for key, kind in (("queue_types", dict), ("entries", dict), ("deviations", list), ("unsupported", list), ("match", dict)):
+        if data.get(key) is not None and not isinstance(data[key], kind):
+            raise UsageError(f"{origin}: {key!r} must be a {'mapping' if kind is dict else 'list'}, not {type(data[key]).__name__}")
+    if not isinstance(match.get("protocols"), list):
+        raise UsageError(f"{origin}: match.protocols must be a list of protocol names")
     qts = {}
     for name, raw in (data.get("queue_types") or {}).items():
         w = f"{origin}: queue_types.{name}"
         if not isinstance(raw, dict):
             raise UsageError(f"{w}: expected a mapping")
         declare = raw.get("declare") or {}
+        if not isinstance(declare, dict) or not isinstance(declare.get("arguments") or {}, dict):
+            raise UsageError(f"{w}.declare: expected a mapping (durable, arguments: a mapping)")
         qts[name] = QueueType(
             name=name,
             durable=bool(declare.get("durable", True)),
@@ -155,6 +164,8 @@ def parse_profile(data: Any, origin: str) -> Profile:
         by_qt: dict[str | None, Entry] = {}
         if "value" in raw:
             by_qt[None] = Entry(raw["value"], str(_need(raw, "source", w)))
+        if not isinstance(raw.get("by_queue_type") or {}, dict):
+            raise UsageError(f"{w}.by_queue_type: expected a mapping of queue type to value and source")
         for qt, sub in (raw.get("by_queue_type") or {}).items():
             if not isinstance(sub, dict) or "value" not in sub:
                 raise UsageError(f"{w}.by_queue_type.{qt}: needs value and source")
@@ -180,8 +191,8 @@ def parse_profile(data: Any, origin: str) -> Profile:
 def load_profile_file(path: Path) -> Profile:
     try:
         data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise UsageError(f"{path}: cannot read profile: {exc}") from exc
+    except (OSError, yaml.YAMLError, ValueError) as exc:
+        raise UsageError(f"{path}: cannot read profile: {' '.join(str(exc).split())}") from None
     return parse_profile(data, str(path))
 
 
@@ -189,6 +200,27 @@ def load_profile_file(path: Path) -> Profile:
 def bundled_profiles() -> tuple[Profile, ...]:
     root = resources.files("conformance") / "profiles"
     return tuple(load_profile_file(Path(str(p))) for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".yaml"))
+
+
+def check_profile_option(override: str | None) -> None:
+    """Validate ``--profile`` before anything is launched (a file is parsed, an id must exist)."""
+    if not override:
+        return
+    p = Path(override)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        load_profile_file(p)
+    elif override not in {prof.id for prof in bundled_profiles()}:
+        raise UsageError(f"unknown profile {override!r}; bundled: {', '.join(p.id for p in bundled_profiles())}")
+
+
+def profile_digest(profile: Profile) -> str:
+    """sha256 of the profile file the run judged by (two runs with other profiles are not comparable)."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(Path(profile.path).read_bytes()).hexdigest()
+    except OSError:
+        return hashlib.sha256(repr(profile).encode()).hexdigest()
 
 
 def select_profile(product: str, version: str, protocol: str, override: str | None = None) -> Profile:

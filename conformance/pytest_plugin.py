@@ -23,29 +23,27 @@ from urllib.parse import urlsplit
 import pytest
 
 import conformance
+from conformance import allure_results
 from conformance.api import Adapter, adapter_for
 from conformance.case import Case, CaseContext
-from conformance.catalogue import Requirement, check_selection, requirement
+from conformance.catalogue import LEVELS, Requirement, catalogue_digest, check_selection, requirement
 from conformance.errors import ConformanceError, ConnectionLost, TargetError, Unsupported, UsageError
 from conformance.history import History
 from conformance.mutations import alters, make as make_mutation
-from conformance.profile import Profile, select_profile
+from conformance.profile import Profile, check_profile_option, profile_digest, select_profile
 from conformance.proxy_isolated import IsolatedFaultProxy
 from conformance.results import ResultsWriter, read_results, read_run
+from conformance.secrets import SecretUrl, register_url, scrub
 from conformance.targets import Target, attach_target, make_target, probe_tcp, redact
 from conformance.verdict import Outcome, Verdict, apply_profile
 
-SEVERITY = {"MUST": "critical", "SHOULD": "normal", "MAY": "minor", "EXTENSION": "trivial"}
 STASH_RESULT = pytest.StashKey[dict[str, Any]]()
-
-
-class ConformanceFailure(AssertionError):
-    """A broker verdict of fail: the requirement was violated (not an infrastructure problem)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("conformance")
     g.addoption("--target", help="broker URL (amqp://user:pass@host:port/vhost) or a launcher name (e.g. rabbitmq-local)")
+    g.addoption("--target-env", help="name of an environment variable holding the target URL (keeps a password out of the process list)")
     g.addoption("--adapter", help="adapter plugin to use (default: the one that speaks the URL's scheme)")
     g.addoption("--profile", help="profile id or YAML file (default: chosen from the server's product and version)")
     g.addoption("--results-dir", default=None, help="folder for run.json and results.jsonl")
@@ -53,6 +51,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--keep-history", action="store_true", help="keep the operation history and wire trace of passing cases too")
     g.addoption("--requirement", action="append", help="run only the cases of this requirement id (repeatable)")
     g.addoption("--area", action="append", help="run only the cases of this area (repeatable)")
+    g.addoption("--exclude-area", action="append", help="leave out the cases of this area (repeatable)")
+    g.addoption("--level", action="append", help="run only requirements of this level: MUST, SHOULD, MAY, EXTENSION (repeatable)")
+    g.addoption("--queue-type", action="append", help="run only the cases of this queue type (repeatable; as the profile names them)")
+    g.addoption("--repeat", type=int, default=1, help="run every selected case N times, each repetition its own record (attempt 1..N)")
     g.addoption("--mutation", help="run through a proxy that applies this protocol mutation (conformance.mutations), making the target faulty on purpose")
     g.addoption("--disruptive", choices=("include", "exclude", "only"), default="include",
                 help="cases that restart or kill the broker: run them too (default), leave them out, or run only them")
@@ -62,7 +64,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @dataclass
 class RunState:
     target: Target | None
-    url: str
+    #: A :class:`SecretUrl`: its repr never shows the password (tracebacks print this dataclass).
+    url: SecretUrl
     adapter: Adapter
     profile: Profile
     server: dict[str, Any]
@@ -76,6 +79,8 @@ class RunState:
     attached: bool = False
     #: A run through a mutation is a self-test of the suite, never a result about the broker.
     mutation: str | None = None
+    #: Why the run ended early (an internal error, an interrupt); None while it goes on or finished.
+    abort_cause: str | None = None
 
     @property
     def lock_path(self) -> str:
@@ -92,6 +97,8 @@ class RunState:
             "adapter": self.adapter.name,
             "adapter_library": self.adapter.library_version(),
             "profile": self.profile.id,
+            "profile_digest": profile_digest(self.profile),
+            "catalogue_digest": catalogue_digest(),
             "suite_version": conformance.__version__,
             # a probing or plain relay changes nothing: only a real mutation marks the records
             **({"mutation": self.mutation} if alters(self.mutation) else {}),
@@ -105,21 +112,52 @@ def _state(config: pytest.Config) -> RunState | None:
     return config.stash.get(STATE_KEY, None)
 
 
+def _check_options(config: pytest.Config) -> None:
+    """Every option is validated before anything is launched: bad input costs no node boot."""
+    try:
+        check_selection(config.getoption("--requirement") or [], (config.getoption("--area") or []) + (config.getoption("--exclude-area") or []))
+        levels = [lv.upper() for lv in config.getoption("--level") or []]
+        bad = [lv for lv in levels if lv not in LEVELS]
+        if bad:
+            raise UsageError(f"unknown level {bad[0]!r}: one of {', '.join(LEVELS)}")
+        if config.getoption("--repeat") < 1:
+            raise UsageError("--repeat must be at least 1")
+        if config.getoption("--case-timeout") <= 0:
+            raise UsageError("--case-timeout must be a positive number of seconds")
+        check_profile_option(config.getoption("--profile"))
+        mutation = config.getoption("--mutation")
+        if mutation and alters(mutation):
+            make_mutation(mutation)  # an unknown name is a usage error here, not a dead proxy process
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _abort_record(config: pytest.Config, cause: str) -> None:
+    """run.json for a run that could not start: it says so, with the cause, instead of nothing."""
+    out = config.getoption("--results-dir")
+    if out and getattr(config, "workerinput", None) is None:
+        ResultsWriter(Path(out)).write_run({"status": f"aborted: {cause}", "suite_version": conformance.__version__,
+                                            "catalogue_digest": catalogue_digest(), "finished_at": time.time()})
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance: a requirement-traced conformance case")
     spec = config.getoption("--target")
+    if config.getoption("--target-env"):
+        spec = os.environ.get(config.getoption("--target-env")) or spec
     if not spec:
         return
+    register_url(spec)
+    allure_results.install_scrubbing_writer()
+    _check_options(config)
     worker = getattr(config, "workerinput", None)
     target: Target | None = None
     mutation_proxy: IsolatedFaultProxy | None = None
-    try:
-        check_selection(config.getoption("--requirement") or [], config.getoption("--area") or [])
-    except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    url = SecretUrl(spec)
     try:
         if worker is not None:
-            url, run_id = worker["conformance_url"], worker["conformance_run_id"]
+            url, run_id = SecretUrl(worker["conformance_url"]), worker["conformance_run_id"]
             if worker.get("conformance_target"):
                 target = attach_target(json.loads(worker["conformance_target"]))
         else:
@@ -127,27 +165,22 @@ def pytest_configure(config: pytest.Config) -> None:
             target = attach_target(json.loads(handle)) if handle else make_target(spec)
             if not handle:
                 target.start()
-            url, run_id = target.url, uuid.uuid4().hex[:12]
+            url, run_id = SecretUrl(target.url), uuid.uuid4().hex[:12]
             mutation = config.getoption("--mutation")
             if mutation:
-                if alters(mutation):
-                    make_mutation(mutation)  # an unknown name is a usage error here, not a dead proxy process
                 mutation_proxy = IsolatedFaultProxy.for_url(url, mutation=mutation).start()
-                url = mutation_proxy.url(url)
+                url = SecretUrl(mutation_proxy.url(url))
         scheme = urlsplit(url).scheme
         adapter = adapter_for(scheme, config.getoption("--adapter"))()
-        conn = adapter.connect(url, name="conformance probe")
-        server = conn.server
-        conn.close()
+        server = _probe_server(adapter, url)
         profile = select_profile(server.product, server.version, adapter.protocol, config.getoption("--profile"))
-    except (ConformanceError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever broke, the user gets one line, the node is stopped
         if mutation_proxy is not None:
             mutation_proxy.close()
         if target is not None and not config.getoption("--attach-target"):
             target.stop()
-        message = str(exc)
-        for secret in {spec, locals().get("url") or spec}:
-            message = message.replace(secret, redact(secret))
+        message = scrub(_one_line(exc))
+        _abort_record(config, message)
         raise pytest.UsageError(message) from None
     out = config.getoption("--results-dir")
     state = RunState(
@@ -165,7 +198,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[STATE_KEY] = state
     if worker is None:
-        _allure_environment(config, state)
+        allure_results.environment(getattr(config.option, "allure_report_dir", None), state.meta())
     if worker is None and state.writer:
         state.writer.write_run(
             {
@@ -175,9 +208,33 @@ def pytest_configure(config: pytest.Config) -> None:
                 "python": platform.python_version(),
                 "target_facts": target.facts if target else {},
                 "profile_path": profile.path,
+                "repeat": config.getoption("--repeat"),
+                # "running" until the run ends: a run.json that still says so belongs to a killed run
                 "status": "running",
             }
         )
+
+
+def _one_line(exc: BaseException) -> str:
+    """A suite-made failure as one line: the suite's own errors speak for themselves."""
+    if isinstance(exc, ConformanceError):
+        text = str(exc)
+    else:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return " ".join(text.split()) or type(exc).__name__
+
+
+def _probe_server(adapter: Adapter, url: str) -> Any:
+    """Connect once to learn product and version; anything but a broker of the protocol is one line."""
+    try:
+        conn = adapter.connect(url, name="conformance probe")
+    except ConformanceError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a client library's surprise on a port that is not a broker
+        raise TargetError(f"target {redact(url)} did not answer as {adapter.protocol} ({_one_line(exc)})") from None
+    server = conn.server
+    conn.close()
+    return server
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -201,7 +258,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             for rec in read_results(state.writer.dir):
                 if rec.get("run_id") == state.run_id:
                     counts[rec["verdict"]] = counts.get(rec["verdict"], 0) + 1
-            meta = {**state.meta(), "finished_at": time.time(), "counts": counts, "status": "finished"}
+            status = f"aborted: {state.abort_cause}" if state.abort_cause else "finished"
+            meta = {**state.meta(), "finished_at": time.time(), "counts": counts, "status": status}
             if state.dead_cause:
                 meta["target_dead"] = state.dead_cause
             if state.mutation_proxy is not None:
@@ -212,6 +270,35 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             state.mutation_proxy.close()
         if state.target is not None and not state.attached:
             state.target.stop()
+
+
+def pytest_internalerror(excrepr: Any, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """An error in the suite itself ends the run: run.json says ``aborted`` with the cause."""
+    config = _CONFIG.get("config")
+    state = _state(config) if config is not None else None
+    if state is not None and state.abort_cause is None:
+        state.abort_cause = scrub(f"internal error: {_one_line(excinfo.value)}")
+
+
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    config = _CONFIG.get("config")
+    state = _state(config) if config is not None else None
+    if state is not None and state.abort_cause is None:
+        state.abort_cause = "interrupted"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _CONFIG["config"] = session.config
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = _state(session.config)
+    if state is not None and state.abort_cause is None and exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
+        state.abort_cause = "interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED else "internal error"
+
+
+#: The hooks above that pytest calls without a config (internal error, interrupt) find it here.
+_CONFIG: dict[str, pytest.Config] = {}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -229,6 +316,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("queue_type", qts, ids=[q or "default" for q in qts])
     if cls.variants:
         metafunc.parametrize("variant", cls.variants)
+    repeat = metafunc.config.getoption("--repeat", 1) or 1
+    if repeat > 1:
+        metafunc.parametrize("conformance_attempt", range(1, repeat + 1), ids=[f"{ATTEMPT_ID}{n}" for n in range(1, repeat + 1)])
 
 
 @pytest.fixture
@@ -241,13 +331,24 @@ def variant() -> str | None:
     return None
 
 
+#: The id pytest gives a repetition (``[classic-attempt2]``); the record's case_id leaves it out.
+ATTEMPT_ID = "attempt"
+
+
 @pytest.fixture
-def conformance_case(request: pytest.FixtureRequest, queue_type: str | None, variant: str | None) -> Iterator[Callable[[Case], None]]:
+def conformance_attempt() -> int:
+    return 1
+
+
+@pytest.fixture
+def conformance_case(request: pytest.FixtureRequest, queue_type: str | None, variant: str | None,
+                     conformance_attempt: int) -> Iterator[Callable[[Case], None]]:
     state = _state(request.config)
     if state is None:
         pytest.skip("no --target given: conformance cases need a broker")
 
     def run(case: Case) -> None:
+        __tracebackhide__ = True
         _run_case(request.node, state, case, queue_type, variant)
 
     yield run
@@ -258,15 +359,18 @@ def _decide(item: pytest.Item, result: dict[str, Any]) -> None:
 
 
 def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | None, variant: str | None) -> None:
+    """Scenario, verdict, record. Its frames are the suite's, not the broker's: hidden from tracebacks."""
+    __tracebackhide__ = True
     req = requirement(case.requirement)
     base = {"requirement": req.id, "level": req.level, "area": req.area, "queue_type": queue_type, "variant": variant}
-    _allure_labels(req, queue_type, variant, state)
+    target_label = f"{state.server['product']} {state.server['version']} {state.adapter.protocol}"
+    allure_results.labels(req, queue_type, variant, target_label, state.adapter.protocol, state.profile.id)
     started = time.monotonic()
 
     def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "") -> None:
-        _allure_verdict(v.outcome.value)
+        allure_results.verdict_label(v.outcome.value)
         if v.outcome not in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED):
-            _allure_attach(v.render(req.id, req.level), history, trace)
+            allure_results.attach(v.render(req.id, req.level), history, trace)
         keep = history is not None and (state.keep_history or v.outcome not in (Outcome.PASS,))
         _decide(
             item,
@@ -291,7 +395,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
 
     if state.dead_cause:
         finish(Verdict(Outcome.ERROR, "a reachable target", f"target is down: {state.dead_cause}"))
-        raise TargetError(f"target is down since an earlier case: {state.dead_cause}")
+        pytest.fail(f"error: target is down since an earlier case: {state.dead_cause}", pytrace=False)
     why = _not_applicable(req, state, queue_type)
     if why:
         finish(why)
@@ -327,7 +431,8 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     if v.outcome is Outcome.UNDOCUMENTED:
         pytest.skip(f"undocumented: {v.reason}")
     if v.outcome is Outcome.FAIL:
-        raise ConformanceFailure(v.render(req.id, req.level) + "\n  History:\n" + _indent(history.render()))
+        # the verdict is the whole story: no traceback of the runner's frames before it
+        pytest.fail(v.render(req.id, req.level), pytrace=False)
     if v.outcome is Outcome.DEVIATION:
         pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
 
@@ -362,82 +467,18 @@ def _not_applicable(req: Requirement, state: RunState, queue_type: str | None) -
     return None
 
 
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.splitlines())
-
-
-def _allure_labels(req: Requirement, queue_type: str | None, variant: str | None, state: RunState) -> None:
-    try:
-        import allure
-    except ImportError:  # allure-pytest is optional at run time
-        return
-    allure.dynamic.epic(req.area)
-    allure.dynamic.feature(req.id)
-    allure.dynamic.story(f"{queue_type or 'default'} queue" + (f", {variant}" if variant else ""))
-    allure.dynamic.label("area", req.area)
-    allure.dynamic.label("requirement", req.id)
-    allure.dynamic.label("level", req.level)
-    allure.dynamic.severity(SEVERITY[req.level])
-    allure.dynamic.tag(req.level, state.adapter.protocol, f"queue:{queue_type or 'default'}")
-    allure.dynamic.parameter("profile", state.profile.id)
-    # Two targets (or protocols) running the same case must be two results, not retries of one.
-    target = _allure_target(state)
-    allure.dynamic.parameter("target", target)
-    allure.dynamic.parent_suite(target)
-    allure.dynamic.suite(req.area)
-    allure.dynamic.sub_suite(req.id)
-    allure.dynamic.description(req.text)
-    for s in req.sources:
-        if s.url:
-            allure.dynamic.link(s.url, name=f"{s.kind}: {s.ref}"[:120])
-
-
-def _allure_target(state: RunState) -> str:
-    return f"{state.server['product']} {state.server['version']} {state.adapter.protocol}"
-
-
-def _allure_verdict(verdict: str) -> None:
-    """The conformance verdict as a label: Allure's own status cannot say deviation or unsupported."""
-    try:
-        import allure
-    except ImportError:
-        return
-    allure.dynamic.label("verdict", verdict)
-    allure.dynamic.tag(f"verdict:{verdict}")
-
-
-def _allure_environment(config: pytest.Config, state: RunState) -> None:
-    """environment.properties: what Allure shows as the run's environment (never the password)."""
-    folder = getattr(config.option, "allure_report_dir", None)
-    if not folder:
-        return
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    meta = state.meta()
-    keys = ("target", "target_url", "product", "version", "protocol", "adapter", "profile", "suite_version", "mutation")
-    lines = [f"{k}={str(meta[k]).replace(chr(10), ' ')}" for k in keys if meta.get(k)]
-    (Path(folder) / "environment.properties").write_text("\n".join(lines) + "\n")
-
-
-def _allure_attach(text: str, history: History | None, trace: str = "") -> None:
-    try:
-        import allure
-    except ImportError:
-        return
-    allure.attach(text, name="expected vs observed", attachment_type=allure.attachment_type.TEXT)
-    if history is not None and history.events:
-        allure.attach(history.render(), name="history", attachment_type=allure.attachment_type.TEXT)
-    if trace:
-        allure.attach(trace, name="wire trace", attachment_type=allure.attachment_type.TEXT)
-
-
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(hookwrapper=True, trylast=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Record the case and scrub the report before anything prints or writes it.
+
+    ``trylast`` makes this the innermost wrapper: the console, JUnit and Allure all see the report
+    only after it went through the redaction point."""
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     state = _state(item.config)
-    if state is None or not isinstance(getattr(item, "instance", None), Case):
+    if state is None:
         return
-    if report.when == "call" or (report.when == "setup" and not report.passed):
+    if isinstance(getattr(item, "instance", None), Case) and (report.when == "call" or (report.when == "setup" and not report.passed)):
         result = item.stash.get(STASH_RESULT, None)
         if result is None:  # interrupted before a verdict: deadline, or a crash outside the scenario
             req = requirement(type(item.instance).requirement)  # type: ignore[attr-defined]
@@ -447,6 +488,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                       "reason": "case did not reach a verdict", "queue_type": item.callspec.params.get("queue_type") if hasattr(item, "callspec") else None}
         _attach(result, report)
         _write(item, state, result, report)
+    _scrub_report(report)
+
+
+def _scrub_report(report: pytest.TestReport) -> None:
+    """The report's text through the redaction point (console, junit.xml and Allure read it)."""
+    if report.longrepr is not None:
+        text = report.longreprtext
+        clean = scrub(text)
+        if clean != text:
+            report.longrepr = clean
+    report.sections = [(scrub(title), scrub(body)) for title, body in report.sections]
 
 
 def _attach(result: dict[str, Any], report: pytest.TestReport) -> None:
@@ -462,46 +514,63 @@ def _attach(result: dict[str, Any], report: pytest.TestReport) -> None:
         report.sections.append(("Captured stdout wire trace", "Wire trace (every frame both ways, decoded):\n" + result["trace_text"]))
 
 
+def case_id(item: pytest.Item) -> str:
+    """The case's id, the same for every repetition (``--repeat``): the attempt is a field of its own."""
+    node = item.nodeid
+    attempt = getattr(item, "callspec", None) and item.callspec.params.get("conformance_attempt")
+    if not attempt:
+        return node
+    return node.replace(f"-{ATTEMPT_ID}{attempt}]", "]").replace(f"[{ATTEMPT_ID}{attempt}]", "")
+
+
 def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: pytest.TestReport) -> None:
     if state.writer is None:
         return
     record = {k: v for k, v in result.items() if k not in ("rendered", "history_text", "trace_text")}
     record.update(state.meta())
     record.update(
-        case_id=item.nodeid,
-        attempt=1,
+        case_id=case_id(item),
+        attempt=(item.callspec.params.get("conformance_attempt", 1) if hasattr(item, "callspec") else 1),
         pytest_outcome=report.outcome,
         worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
         finished_at=time.time(),
     )
     if record.get("verdict") == "error" and report.longreprtext:
-        record["traceback"] = report.longreprtext[-2000:].replace(state.url, redact(state.url))
-    state.writer.append(record)
+        record["traceback"] = report.longreprtext[-2000:]
+    state.writer.append(record)  # the writer scrubs
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Give every case its deadline; keep only the cases asked for (``--requirement``, ``--area``)."""
+    """Give every case its deadline; keep only the cases asked for.
+
+    The deadline covers the case's scenario and verdict only (``func_only``): a deadline that fired
+    inside pytest's own reporting would end the whole run with an internal error.
+    """
     deadline = config.getoption("--case-timeout")
     for item in items:
         if isinstance(getattr(item, "instance", None), Case) and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(deadline))
+            item.add_marker(pytest.mark.timeout(deadline, func_only=True))
     wanted_reqs = set(config.getoption("--requirement") or [])
     wanted_areas = set(config.getoption("--area") or [])
+    excluded_areas = set(config.getoption("--exclude-area") or [])
+    levels = {lv.upper() for lv in config.getoption("--level") or []}
+    queue_types = set(config.getoption("--queue-type") or [])
     disruptive = config.getoption("--disruptive")
-    if not wanted_reqs and not wanted_areas and disruptive == "include":
-        return
     keep, drop = [], []
     for item in items:
         cls = getattr(item, "cls", None)
         rid = getattr(cls, "requirement", None)
-        area = requirement(rid).area if rid else None
+        req = requirement(rid) if rid else None
+        params = item.callspec.params if hasattr(item, "callspec") else {}
         disrupts = bool(getattr(cls, "disrupts_broker", False))
-        if disruptive != "include" and disrupts != (disruptive == "only"):
-            drop.append(item)
-        elif (not wanted_reqs and not wanted_areas) or (rid in wanted_reqs) or (area in wanted_areas):
-            keep.append(item)
-        else:
-            drop.append(item)
+        wanted = (
+            (disruptive == "include" or disrupts == (disruptive == "only"))
+            and ((not wanted_reqs and not wanted_areas) or rid in wanted_reqs or (req is not None and req.area in wanted_areas))
+            and (req is None or req.area not in excluded_areas)
+            and (not levels or (req is not None and req.level in levels))
+            and (not queue_types or params.get("queue_type") in queue_types)
+        )
+        (keep if wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep

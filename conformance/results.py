@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from conformance.errors import UsageError
+from conformance.secrets import dumps
 
 RUN_SCHEMA = "conformance.run/1"
 RESULT_SCHEMA = "conformance.result/1"
@@ -26,7 +27,7 @@ class ResultsWriter:
         self.results_path = self.dir / RESULTS_FILE
 
     def append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps({"schema": RESULT_SCHEMA, **record}, sort_keys=True, default=str) + "\n").encode()
+        line = (dumps({"schema": RESULT_SCHEMA, **record}, sort_keys=True) + "\n").encode()
         fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line)
@@ -35,7 +36,7 @@ class ResultsWriter:
 
     def write_run(self, meta: dict[str, Any]) -> None:
         tmp = self.dir / (RUN_FILE + ".tmp")
-        tmp.write_text(json.dumps({"schema": RUN_SCHEMA, **meta}, indent=2, sort_keys=True, default=str) + "\n")
+        tmp.write_text(dumps({"schema": RUN_SCHEMA, **meta}, indent=2, sort_keys=True) + "\n")
         tmp.replace(self.dir / RUN_FILE)
 
 

@@ -12,25 +12,15 @@ import socket
 import time
 from dataclasses import dataclass, field
 from typing import Callable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from conformance.errors import TargetError
 from conformance.plugins import load_group
+from conformance.secrets import SecretUrl, redact, register_url
+
+__all__ = ["Target", "ExternalTarget", "redact", "make_target", "attach_target", "probe_tcp", "wait_until"]
 
 TARGET_GROUP = "conformance.targets"
-
-
-def redact(url: str) -> str:
-    """The URL with any password replaced, for logs and reports."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
 @dataclass
@@ -38,7 +28,8 @@ class Target(abc.ABC):
     """A broker endpoint. Launched targets also implement the lifecycle faults."""
 
     name: str
-    url: str = ""
+    #: Holds the password of the target: never in a repr (tracebacks print the target's repr).
+    url: str = field(default="", repr=False)
     #: Free-form facts for the run metadata (node name, data dir, ...). Never secrets.
     facts: dict[str, str] = field(default_factory=dict)
 
@@ -136,7 +127,7 @@ def make_target(spec: str, **options: str) -> Target:
         scheme = urlsplit(spec).scheme
         if not scheme:
             raise TargetError(f"target URL {redact(spec)!r} has no scheme")
-        return ExternalTarget(name=redact(spec), url=spec)
+        return ExternalTarget(name=redact(spec), url=SecretUrl(spec))
     launchers = available_launchers()
     if spec not in launchers:
         known = ", ".join(sorted(launchers)) or "none installed"
