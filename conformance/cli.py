@@ -241,7 +241,8 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
     for opt in ("exclude_area", "level", "queue_type"):
         for value in getattr(args, opt, None) or []:
             argv += [f"--{opt.replace('_', '-')}", value]
-    repeat = getattr(args, "repeat", 1) or 1
+    repeat = getattr(args, "repeat", None)
+    repeat = 1 if repeat is None else repeat
     if repeat < 1:
         raise UsageError("--repeat must be at least 1")
     if repeat > 1:
@@ -302,6 +303,39 @@ def exit_code(records: list[dict[str, Any]]) -> int:
     return EXIT_OK
 
 
+def pass_rates(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per case run more than once (``--repeat``): its verdicts, pass rate and whether it is flaky.
+
+    A case that both passed and failed (or errored) is flaky with its rate: never its best or worst."""
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        by_case.setdefault(r.get("case_id", ""), []).append(r)
+    rows = []
+    for cid, recs in by_case.items():
+        if len(recs) < 2:
+            continue
+        verdicts = Counter(r["verdict"] for r in recs)
+        decided = sum(n for v, n in verdicts.items() if v in ("pass", "fail", "error", "deviation"))
+        rate = verdicts.get("pass", 0) / decided if decided else 0.0
+        rows.append({"case_id": cid, "requirement": recs[0]["requirement"], "level": recs[0]["level"], "attempts": len(recs),
+                     "verdicts": dict(verdicts), "pass_rate": rate, "flaky": verdicts.get("pass", 0) > 0 and len(verdicts) > 1})
+    return rows
+
+
+def _print_pass_rates(console: Any, records: list[dict[str, Any]]) -> None:
+    rows = pass_rates(records)
+    if not rows:
+        return
+    flaky = [r for r in rows if r["flaky"]]
+    console.print(f"repeated: {len(rows)} case(s), {len(flaky)} flaky", markup=False, highlight=False)
+    for r in rows:
+        if r["flaky"] or r["pass_rate"] < 1.0:
+            seen = ", ".join(f"{v} {n}" for v, n in sorted(r["verdicts"].items()))
+            label = "FLAKY" if r["flaky"] else "STEADY"
+            console.print(f"  {label} {r['case_id']} [{r['level']}]: pass rate {100 * r['pass_rate']:.0f}% over {r['attempts']} attempts ({seen})",
+                          markup=False, highlight=False)
+
+
 def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -323,6 +357,7 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
     for area, level in sorted({(a, lv) for a, lv, _ in by}):
         table.add_row(area, level, *[str(by.get((area, level, v), 0) or "") for v in verdicts])
     console.print(table)
+    _print_pass_rates(console, records)
     for r in records:
         if r["verdict"] in ("fail", "error", "deviation"):
             console.print(f"[bold]{r['verdict'].upper()}[/bold] {r['requirement']} [{r['level']}] {r.get('queue_type') or ''} {r.get('variant') or ''}".rstrip())

@@ -395,6 +395,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
 
     if state.dead_cause:
         finish(Verdict(Outcome.ERROR, "a reachable target", f"target is down: {state.dead_cause}"))
+        item.stash[STASH_RESULT]["brief"] = True  # one line per remaining case: the cause was shown once
         pytest.fail(f"error: target is down since an earlier case: {state.dead_cause}", pytrace=False)
     why = _not_applicable(req, state, queue_type)
     if why:
@@ -502,7 +503,7 @@ def _scrub_report(report: pytest.TestReport) -> None:
 
 
 def _attach(result: dict[str, Any], report: pytest.TestReport) -> None:
-    if result["verdict"] in ("pass", "unsupported", "undocumented"):
+    if result["verdict"] in ("pass", "unsupported", "undocumented") or result.get("brief"):
         return
     text = result.get("rendered") or f"Expected: {result['expected']}\nActual:   {result['observed']}"
     report.sections.append(("expected vs observed", text))
@@ -526,7 +527,7 @@ def case_id(item: pytest.Item) -> str:
 def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: pytest.TestReport) -> None:
     if state.writer is None:
         return
-    record = {k: v for k, v in result.items() if k not in ("rendered", "history_text", "trace_text")}
+    record = {k: v for k, v in result.items() if k not in ("rendered", "history_text", "trace_text", "brief")}
     record.update(state.meta())
     record.update(
         case_id=case_id(item),
