@@ -130,6 +130,14 @@ def cmd_report(args: argparse.Namespace) -> int:
           f"{s['quarantined']} quarantined line(s), {s['mutated']} self-test record(s) left out")
     for name in ("report.html", "summary.md", "matrix.json", "matrix.parquet", "matrix.csv"):
         print(f"  {args.out / name}")
+    from reports.render import flaky_cells, unfinished_lines
+
+    for line in unfinished_lines(result):
+        print(f"UNFINISHED RUN: {line}")
+    flaky = flaky_cells(result["cells"])
+    if flaky:
+        print(f"{len(flaky)} flaky cell(s): " + ", ".join(f"{c['requirement']} on {c['column']} {c['label']}" for c in flaky[:5])
+              + (" ..." if len(flaky) > 5 else ""))
     newly = [d for d in result.get("diff") or [] if d["change"] == "newly failing"]
     if newly:
         print(f"{len(newly)} requirement(s) newly failing against the baseline")

@@ -121,8 +121,9 @@ def compare(baseline: list[dict[str, Any]], current: list[dict[str, Any]]) -> li
         if b is None:
             change = "new"
         else:
-            was, now = b["verdict"], c["verdict"]
-            failing = ("fail", "error")
+            # a flaky cell is compared as flaky, never as its worst or best verdict
+            was, now = ("flaky" if b.get("flaky") else b["verdict"]), ("flaky" if c.get("flaky") else c["verdict"])
+            failing = ("fail", "error", "flaky")
             if was == "pass" and now in failing:
                 change = "newly failing"
             elif was in failing and now == "pass":
@@ -137,7 +138,8 @@ def compare(baseline: list[dict[str, Any]], current: list[dict[str, Any]]) -> li
                 continue
         out.append({"config": c["config"], "column": c["column"], "baseline_column": b["column"] if b else None,
                     "requirement": c["requirement"], "level": c["level"], "area": c["area"],
-                    "baseline": b["verdict"] if b else None, "current": c["verdict"], "change": change,
+                    "baseline": (("flaky" if b.get("flaky") else b["verdict"]) if b else None),
+                    "current": "flaky" if c.get("flaky") else c["verdict"], "change": change,
                     "observed": c.get("observed"), "expected": c.get("expected")})
     order = {"newly failing": 0, "still failing": 1, "newly unsupported": 2, "fixed": 3}
     return sorted(out, key=lambda d: (order.get(d["change"], 4), d["level"] != "MUST", d["requirement"]))

@@ -181,7 +181,7 @@ def run_gate(baseline: list[str], current: list[str], *, manifest: Path | None =
     """Read both sides, classify every cell, decide. Bad input (manifest, run folders) is a UsageError
     raised before Spark starts."""
     from reports.ingest import result_files
-    from reports.report import figures
+    from reports.report import cells
     from reports.runs import is_local
     from reports.session import spark_run
 
@@ -191,10 +191,9 @@ def run_gate(baseline: list[str], current: list[str], *, manifest: Path | None =
     with spark_run(master) as spark:
         remote = not all(is_local(f) for f in base_files + cur_files)
         runs = check_runs(base_files, cur_files, spark if remote else None)
-        base, _ = figures(spark, baseline)
-        now, _ = figures(spark, current)
-    rows = classify(base["cells"], now["cells"], known, levels=levels, fail_on_new_flaky=fail_on_new_flaky)
-    result = judge(rows, now["cells"], known, runs=runs, today=today)
+        base, now = cells(spark, baseline), cells(spark, current)
+    rows = classify(base, now, known, levels=levels, fail_on_new_flaky=fail_on_new_flaky)
+    result = judge(rows, now, known, runs=runs, today=today)
     result["levels"] = list(levels)
     result["baseline_paths"], result["current_paths"] = list(baseline), list(current)
     return result

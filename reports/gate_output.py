@@ -48,7 +48,7 @@ def print_console(result: dict[str, Any], *, everything: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False, soft_wrap=False)
+    console = Console(highlight=False, soft_wrap=True)  # plain lines stay whole: greppable in a CI log
     rows, hidden = shown(result, everything)
     table = Table(title="Gate: every cell of baseline ∪ current", show_lines=False)
     for name in ("", "class", "requirement", "level", "target", "baseline", "current", "note"):

@@ -42,7 +42,7 @@ def rec(req: str, verdict: str, *, level: str = "MUST", area: str = "ack", qt: s
             "adapter": "pika", "profile": "rabbitmq-3.10", "suite_version": "0.1.0", **extra}
 
 
-CATALOGUE_DIGEST, PROFILE_DIGEST = "c" * 64, "p" * 64
+CATALOGUE_DIGEST, PROFILE_DIGEST = "c" * 64, "a" * 64
 
 
 def run_meta(records: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:
