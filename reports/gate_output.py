@@ -34,6 +34,8 @@ def _cell(state: str | None, rate: str | None) -> str:
 def _note(r: dict[str, Any]) -> str:
     if r["class"] == "known":
         return f"known: {r['known_reason']}" + (f" {r['link']}" if r["link"] else "")
+    if r.get("reason") and r["current"] in ("unsupported", "undocumented", "deviation"):
+        return f"reason: {r['reason']}"[:160]
     return (r.get("observed") or "")[:160]
 
 
@@ -49,14 +51,16 @@ def print_console(result: dict[str, Any], *, everything: bool = False) -> None:
     from rich.table import Table
 
     console = Console(highlight=False, soft_wrap=True)  # plain lines stay whole: greppable in a CI log
+    if not console.is_terminal:
+        console.width = max(console.width, 140)  # a CI log is not 80 columns; folded ids are unreadable
     rows, hidden = shown(result, everything)
-    table = Table(title="Gate: every cell of baseline ∪ current", show_lines=False)
-    for name in ("", "class", "requirement", "level", "target", "baseline", "current", "note"):
+    table = Table(title="Gate: every cell of baseline ∪ current (details below)", show_lines=False)
+    for name in ("", "class", "requirement", "level", "target", "baseline", "current"):
         table.add_column(name, overflow="fold")
     style = {"fail": "bold red", "inconclusive": "bold magenta"}
     for r in rows:
         table.add_row(MARK.get(r["blocking"] or "", ""), r["class"], r["requirement"], r["level"], r["column"] or "",
-                      _cell(r["baseline"], r["baseline_rate"]), _cell(r["current"], r["current_rate"]), _note(r),
+                      _cell(r["baseline"], r["baseline_rate"]), _cell(r["current"], r["current_rate"]),
                       style=style.get(r["blocking"] or ""))
     if rows:
         console.print(table)
@@ -67,6 +71,10 @@ def print_console(result: dict[str, Any], *, everything: bool = False) -> None:
                       f"{_cell(r['baseline'], r['baseline_rate'])} -> {_cell(r['current'], r['current_rate'])}", markup=False)
         if r["current"] is not None:
             console.print(f"  Expected: {r.get('expected') or ''}\n  Actual:   {r.get('observed') or ''}", markup=False)
+        if r.get("reason"):
+            console.print(f"  Reason:   {r['reason']}", markup=False)
+    for r in result["undecided"]:
+        console.print(f"UNDECIDED {r['requirement']} [{r['level']}] on {r['column']}: {r.get('observed') or 'error'}", markup=False)
     for r in result["known"]:
         console.print(f"KNOWN {r['requirement']} on {r['column']} ({r['change']}): {r['known_reason']} {r['link'] or ''}".rstrip(), markup=False)
     for x in result["xpass"]:
