@@ -167,12 +167,22 @@ def judge(rows: list[dict[str, Any]], current: list[dict[str, Any]], known: list
     }
 
 
-def check_runs(baseline_files: list[str], current_files: list[str], spark: Any | None = None) -> RunCheck:
-    """How every run of both sides ended, and whether the two sides can be compared."""
+def check_runs(baseline_files: list[str], current_files: list[str], spark: Any | None = None,
+               run_ids: dict[str, set[str]] | None = None) -> RunCheck:
+    """How every run of both sides ended, and whether the two sides can be compared. ``run_ids``
+    (results file -> run ids of its records): records of a run that ``run.json`` does not describe
+    (an earlier run into the same folder) have no known end state or digests, so they count as
+    undescribed, never as part of the finished run."""
     from reports import runs
 
     b, c = runs.read_metas(baseline_files, spark), runs.read_metas(current_files, spark)
     unfinished = [f"{side} run {m.folder}: {m.ended}" for side, metas in (("baseline", b), ("current", c)) for m in runs.unfinished(metas)]
+    for side, files, metas in (("baseline", baseline_files, b), ("current", current_files, c)):
+        for f, m in zip(files, metas):
+            other = sorted((run_ids or {}).get(f, set()) - {m.run_id}) if m.problem is None else []
+            if other:
+                unfinished.append(f"{side} run {m.folder}: holds records of run(s) {', '.join(other)} that its run.json "
+                                  f"(run {m.run_id}) does not describe; use one folder per run")
     return RunCheck(unfinished, runs.differences(b, c))
 
 
@@ -189,9 +199,9 @@ def run_gate(baseline: list[str], current: list[str], *, manifest: Path | None =
     base_files, cur_files = result_files(baseline), result_files(current)
     levels = ("MUST", "SHOULD") if include_should else ("MUST",)
     with spark_run(master) as spark:
+        (base, base_ids), (now, now_ids) = cells(spark, baseline), cells(spark, current)
         remote = not all(is_local(f) for f in base_files + cur_files)
-        runs = check_runs(base_files, cur_files, spark if remote else None)
-        base, now = cells(spark, baseline), cells(spark, current)
+        runs = check_runs(base_files, cur_files, spark if remote else None, {**base_ids, **now_ids})
     rows = classify(base, now, known, levels=levels, fail_on_new_flaky=fail_on_new_flaky)
     result = judge(rows, now, known, runs=runs, today=today)
     result["levels"] = list(levels)

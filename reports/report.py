@@ -31,9 +31,18 @@ def figures(spark: Any, paths: list[str]) -> tuple[dict[str, Any], Ingested]:
     return result, data
 
 
-def cells(spark: Any, paths: list[str]) -> list[dict[str, Any]]:
-    """Only the matrix cells of the runs under ``paths`` (what the gate needs; fewer Spark jobs than figures)."""
-    return analysis.rows(analysis.cells_df(ingest(spark, paths).records))
+def cells(spark: Any, paths: list[str]) -> tuple[list[dict[str, Any]], dict[str, set[str]]]:
+    """Only the matrix cells of the runs under ``paths`` (what the gate needs; fewer Spark jobs than
+    figures), and the run ids whose records each results file holds (a folder run into twice holds two)."""
+    from urllib.parse import unquote, urlsplit
+
+    data = ingest(spark, paths)
+    ids: dict[str, set[str]] = {}
+    for r in data.records.select("source", "run_id").distinct().collect():
+        src = r["source"]
+        key = unquote(urlsplit(src).path) if src.startswith("file:") else src
+        ids.setdefault(key, set()).add(r["run_id"] or "?")
+    return analysis.rows(analysis.cells_df(data.records)), ids
 
 
 def killmatrices(paths: list[str]) -> list[dict[str, Any]]:

@@ -195,11 +195,12 @@ def test_gate_end_to_end_every_hole_in_one_table(spark: Any, tmp_path: Path, cap
 def test_gate_command_refuses_to_pass_on_an_unfinished_run(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from conformance.cli import main
 
-    base = run_dir(tmp_path, "base", [rec("ACK-A", "pass")])
+    base = run_dir(tmp_path, "base", [rec("ACK-A", "pass"), rec("ACK-A", "fail", run="r0")])  # r0: an earlier run into the same folder
     cur = run_dir(tmp_path, "cur", [rec("ACK-A", "pass", version="3.11.0")], status="running")
     assert main(["gate", "--baseline", base, "--current", cur, "--out", str(tmp_path / "g")]) == 2
     out = capsys.readouterr().out
     assert f"cause: current run {cur}: status 'running': the run was killed" in out and "gate: INCONCLUSIVE (exit 2" in out
+    assert f"cause: baseline run {base}: holds records of run(s) r0 that its run.json (run r1) does not describe" in out
     assert ":warning: INCONCLUSIVE (exit 2)" in (tmp_path / "g" / "gate.md").read_text()
 
 
