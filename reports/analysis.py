@@ -113,7 +113,8 @@ def durations(records: Any) -> list[dict[str, Any]]:
 
 def compare(baseline: list[dict[str, Any]], current: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Cell by cell against a baseline, matched by product, protocol, queue type and requirement
-    (not version: comparing releases is the point)."""
+    (not version: comparing releases is the point); a baseline cell absent now is ``vanished``.
+    (The gate's complete classification is reports.gate.classify.)"""
     base = {(c["config"], c["requirement"]): c for c in baseline}
     out = []
     for c in current:
@@ -141,5 +142,11 @@ def compare(baseline: list[dict[str, Any]], current: list[dict[str, Any]]) -> li
                     "baseline": (("flaky" if b.get("flaky") else b["verdict"]) if b else None),
                     "current": "flaky" if c.get("flaky") else c["verdict"], "change": change,
                     "observed": c.get("observed"), "expected": c.get("expected")})
-    order = {"newly failing": 0, "still failing": 1, "newly unsupported": 2, "fixed": 3}
+    now_keys = {(c["config"], c["requirement"]) for c in current}
+    for b in baseline:  # on the baseline, absent now: never silently dropped from the comparison
+        if (b["config"], b["requirement"]) not in now_keys:
+            out.append({"config": b["config"], "column": None, "baseline_column": b["column"], "requirement": b["requirement"],
+                        "level": b["level"], "area": b["area"], "baseline": "flaky" if b.get("flaky") else b["verdict"],
+                        "current": None, "change": "vanished", "observed": None, "expected": b.get("expected")})
+    order = {"newly failing": 0, "vanished": 1, "still failing": 2, "newly unsupported": 3, "fixed": 4}
     return sorted(out, key=lambda d: (order.get(d["change"], 4), d["level"] != "MUST", d["requirement"]))

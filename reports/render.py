@@ -139,8 +139,11 @@ def render_markdown(result: dict[str, Any], html_name: str = "report.html") -> s
     diff = result.get("diff")
     if diff is not None:
         newly = [d for d in diff if d["change"] == "newly failing"]
-        lines += ["", f"**Against the baseline:** {len(newly)} newly failing, "
+        vanished = [d for d in diff if d["change"] == "vanished"]
+        lines += ["", f"**Against the baseline:** {len(newly)} newly failing, {len(vanished)} vanished (not in these runs), "
                       f"{sum(d['change'] == 'fixed' for d in diff)} fixed, {sum(d['change'] == 'still failing' for d in diff)} still failing."]
+        for d in vanished[:10]:
+            lines.append(f"- :grey_question: `{d['requirement']}` [{d['level']}] on {d['baseline_column']}: {d['baseline']} on the baseline, not run now")
         for d in newly[:20]:
             lines.append(f"- :x: `{d['requirement']}` [{d['level']}] on {d['column']}: {d['baseline']} -> {d['current']}: {(d['observed'] or '')[:160]}")
     if ctx["flaky_cells"]:

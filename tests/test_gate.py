@@ -226,3 +226,11 @@ def test_report_shows_flaky_cells_with_their_rate_and_unfinished_runs(spark: Any
     assert "| RabbitMQ 3.10.8 amqp-0-9-1 classic | 25% (1/4) | 2 | 1 | 0 | 0 |" in md  # ACK-B and ACK-V fail, PERSIST-X flaky
     matrix = {c["requirement"]: c for c in json.loads((out / "matrix.json").read_text())["cells"]}
     assert (matrix["PERSIST-X"]["state"], matrix["ACK-V"]["state"], matrix["ACK-A"]["state"]) == ("flaky", "fail", "pass")
+
+
+def test_the_reports_baseline_diff_names_vanished_and_flaky_cells() -> None:
+    from reports.analysis import compare
+
+    base = [cell("A", "pass", version="3.10.8"), cell("GONE", "pass", version="3.10.8")]
+    diff = {d["requirement"]: (d["change"], d["baseline"], d["current"]) for d in compare(base, [cell("A", "flaky", passes=3, decided=4)])}
+    assert diff == {"A": ("newly failing", "pass", "flaky"), "GONE": ("vanished", "pass", None)}
