@@ -132,7 +132,7 @@ def differences(baseline: list[RunMeta], current: list[RunMeta]) -> list[str]:
     old = [m for m in metas if not m.catalogue_digest or not m.profile_digest]
     if old:
         reasons.append("old-format run(s) without catalogue/profile digest, comparability cannot be checked: "
-                       + ", ".join(m.folder for m in old))
+                       + ", ".join(dict.fromkeys(m.folder for m in old)))
     for attr, what in (("suite_version", "suite version"), ("catalogue_digest", "catalogue digest")):
         b = _values([m for m in baseline if m.problem is None and getattr(m, attr)], attr)
         c = _values([m for m in current if m.problem is None and getattr(m, attr)], attr)
