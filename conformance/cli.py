@@ -121,6 +121,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """The report, and on the console what must not be missed: runs that did not finish, flaky cells."""
+    from reports.render import flaky_cells, unfinished_lines
     from reports.report import build
 
     result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master)
@@ -130,8 +132,6 @@ def cmd_report(args: argparse.Namespace) -> int:
           f"{s['quarantined']} quarantined line(s), {s['mutated']} self-test record(s) left out")
     for name in ("report.html", "summary.md", "matrix.json", "matrix.parquet", "matrix.csv"):
         print(f"  {args.out / name}")
-    from reports.render import flaky_cells, unfinished_lines
-
     for line in unfinished_lines(result):
         print(f"UNFINISHED RUN: {line}")
     flaky = flaky_cells(result["cells"])
