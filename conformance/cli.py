@@ -69,12 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--spark-master", help="Spark master URL or Spark Connect sc://host:port (default local[*])")
     rp.set_defaults(func=cmd_report)
 
-    gt = sub.add_parser("gate", help="CI gate: exit 1 when a MUST requirement that passed on the baseline fails now")
+    gt = sub.add_parser("gate", help="CI gate: classify every cell of baseline and current; exit 0 passed, 1 failed, 2 inconclusive or bad input")
     gt.add_argument("--baseline", action="append", required=True, help="baseline run folder(s) (repeatable)")
     gt.add_argument("--current", action="append", required=True, help="current run folder(s) (repeatable)")
     gt.add_argument("--known", type=Path, help="known-deviation manifest (YAML: requirement, target, reason, link, expires)")
-    gt.add_argument("--include-should", action="store_true", help="SHOULD regressions fail the gate too")
-    gt.add_argument("--fail-on-new-flaky", action="store_true", help="a case flaky now but not on the baseline fails the gate")
+    gt.add_argument("--include-should", action="store_true", help="gate SHOULD cells too (default: MUST only)")
+    gt.add_argument("--fail-on-new-flaky", action="store_true", help="a cell flaky now (and not failing on the baseline) blocks at any level, not only the gated ones")
+    gt.add_argument("--out", type=Path, help="write gate.md (pull-request comment) and gate.json (the complete table) into this folder")
+    gt.add_argument("--all", action="store_true", help="show every cell in the console and gate.md, unchanged ones too")
     gt.add_argument("--spark-master", help="Spark master URL or Spark Connect sc://host:port (default local[*])")
     gt.set_defaults(func=cmd_gate)
 
@@ -124,6 +126,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """The report, and on the console what must not be missed: runs that did not finish, flaky cells."""
+    from reports.render import flaky_cells, unfinished_lines
     from reports.report import build
 
     result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master)
@@ -133,6 +137,12 @@ def cmd_report(args: argparse.Namespace) -> int:
           f"{s['quarantined']} quarantined line(s), {s['mutated']} self-test record(s) left out")
     for name in ("report.html", "summary.md", "matrix.json", "matrix.parquet", "matrix.csv"):
         print(f"  {args.out / name}")
+    for line in unfinished_lines(result):
+        print(f"UNFINISHED RUN: {line}")
+    flaky = flaky_cells(result["cells"])
+    if flaky:
+        print(f"{len(flaky)} flaky cell(s): " + ", ".join(f"{c['requirement']} on {c['column']} {c['label']}" for c in flaky[:5])
+              + (" ..." if len(flaky) > 5 else ""))
     newly = [d for d in result.get("diff") or [] if d["change"] == "newly failing"]
     if newly:
         print(f"{len(newly)} requirement(s) newly failing against the baseline")
@@ -140,24 +150,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
+    """Exit 0 passed, 1 failed (a blocking cell or an expired manifest entry), 2 inconclusive
+    (unfinished or incomparable runs, undecided gated cells) or bad input."""
+    from reports import gate_output
     from reports.gate import run_gate
 
     g = run_gate(args.baseline, args.current, manifest=args.known, include_should=args.include_should,
                  fail_on_new_flaky=args.fail_on_new_flaky, master=args.spark_master)
-    for d in g["regressions"]:
-        print(f"REGRESSION {d['requirement']} [{d['level']}] on {d['column']}: {d['baseline']} -> {d['current']}")
-        print(f"  Expected: {d.get('expected') or ''}\n  Actual:   {d.get('observed') or ''}")
-    for d in g["known"]:
-        print(f"KNOWN {d['requirement']} on {d['column']}: {d['known_reason']} {d['link']}".rstrip())
-    for x in g["xpass"]:
-        print(f"XPASS {x['requirement']} on {x['column']}: passes now although known as failing ({x['reason']}); remove it from the manifest")
-    for k in g["expired"]:
-        print(f"EXPIRED known deviation {k['requirement']} ({k['target']}) expired {k['expires']}: {k['reason']}")
-    for f in g["new_flaky"]:
-        print(f"NEW FLAKY {f['case_id']} on {f['column']}: pass rate {100 * f['pass_rate']:.0f}%")
-    print(f"gate: {'PASSED' if g['passed'] else 'FAILED'} ({len(g['regressions'])} regression(s), {len(g['known'])} known, "
-          f"{len(g['xpass'])} xpass, {len(g['expired'])} expired)")
-    return EXIT_OK if g["passed"] else EXIT_FAIL
+    gate_output.print_console(g, everything=args.all)
+    if args.out:
+        md, js = gate_output.write(g, args.out)
+        print(f"gate: {md}  {js}")
+    return int(g["exit_code"])
 
 
 def cmd_selftest(args: argparse.Namespace) -> int:

@@ -12,7 +12,9 @@ from typing import Any
 from reports.schema import VERDICTS
 
 RANK = {v: i for i, v in enumerate(VERDICTS)}
-DECIDED = ("pass", "fail", "error")
+#: Verdicts that decide something about the broker; a pass rate counts only these (an ``error`` is
+#: the suite or the infrastructure breaking: it neither passes nor fails the broker).
+DECIDED = ("pass", "fail")
 
 
 def _rank(col: str) -> Any:
@@ -32,7 +34,12 @@ def _unrank(col: str) -> Any:
 
 def cells_df(records: Any) -> Any:
     """target column x requirement: the worst verdict (spec and vendor apart), pass rate, the worst
-    case's expected/observed/trace for the report's link."""
+    case's expected/observed/trace for the report's link.
+
+    ``flaky`` is set when one case of the cell both passed and failed over its repetitions (attempts
+    of ``--repeat`` or several runs): ``verdict`` stays the worst (scores count it as failing), and
+    ``state`` says ``flaky`` so that no output shows such a cell as plainly failing or passing; its
+    ``passes``/``decided`` give the rate. Two variants of which one always fails are not flaky."""
     from pyspark.sql import functions as F
 
     r = (records.withColumn("_v", _rank("verdict")).withColumn("_s", _rank("spec_verdict")).withColumn("_d", _rank("vendor_verdict")))
@@ -43,11 +50,15 @@ def cells_df(records: Any) -> Any:
                  F.countDistinct("run_id").alias("runs"),
                  F.sum(F.when(F.col("verdict") == "pass", 1).otherwise(0)).alias("passes"),
                  F.sum(F.when(F.col("verdict").isin(*DECIDED), 1).otherwise(0)).alias("decided"),
+                 F.collect_set(F.when(F.col("verdict") == "pass", F.col("case_id"))).alias("_passed"),
+                 F.collect_set(F.when(F.col("verdict") == "fail", F.col("case_id"))).alias("_failed"),
                  F.min(worst).alias("worst"))
+            .withColumn("flaky", F.size(F.array_intersect("_passed", "_failed")) > 0)
             .withColumn("verdict", _unrank("_v")).withColumn("spec_verdict", _unrank("_s")).withColumn("vendor_verdict", _unrank("_d"))
             .withColumn("pass_rate", F.when(F.col("decided") > 0, F.col("passes") / F.col("decided")))
+            .withColumn("state", F.when(F.col("flaky"), F.lit("flaky")).otherwise(F.col("verdict")))
             .select("column", "config", "product", "version", "protocol", "queue_type", "requirement", "level", "area", "verdict",
-                    "spec_verdict", "vendor_verdict", "records", "cases", "runs", "pass_rate",
+                    "state", "flaky", "spec_verdict", "vendor_verdict", "records", "cases", "runs", "passes", "decided", "pass_rate",
                     F.col("worst.case_id").alias("case_id"), F.col("worst.expected").alias("expected"),
                     F.col("worst.observed").alias("observed"), F.col("worst.wire_trace").alias("wire_trace"),
                     F.col("worst.reason").alias("reason"), F.col("worst.citation").alias("citation")))
@@ -59,12 +70,14 @@ def rows(df: Any) -> list[dict[str, Any]]:
 
 def scores(cells: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
     """Per target column and area (or level): how many requirements pass, of those the target was
-    judged on (unsupported/undocumented cells are counted apart, never as failures or passes)."""
+    judged on (unsupported/undocumented cells are counted apart, never as failures or passes).
+    A flaky cell counts as failing (it did fail) and is also counted under ``flaky``."""
     acc: dict[tuple[str, str], dict[str, Any]] = {}
     for c in cells:
         key = (c["column"], c[by])
-        a = acc.setdefault(key, {"column": c["column"], by: c[by], **dict.fromkeys(VERDICTS, 0)})
+        a = acc.setdefault(key, {"column": c["column"], by: c[by], **dict.fromkeys(VERDICTS, 0), "flaky": 0})
         a[c["verdict"]] = a.get(c["verdict"], 0) + 1
+        a["flaky"] += 1 if c.get("flaky") else 0
     out = []
     for a in acc.values():
         judged = a["pass"] + a["fail"] + a["error"] + a["deviation"]
@@ -75,8 +88,8 @@ def scores(cells: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
 
 
 def flakiness(records: Any) -> list[dict[str, Any]]:
-    """Per target column and case: how often it passed over its repetitions; flaky when neither
-    always nor never (only cases seen more than once)."""
+    """Per target column and case: how often it passed over its repetitions (pass and fail only);
+    flaky when it both passed and failed (only cases decided more than once)."""
     from pyspark.sql import functions as F
 
     df = (records.filter(F.col("verdict").isin(*DECIDED))
@@ -84,7 +97,7 @@ def flakiness(records: Any) -> list[dict[str, Any]]:
           .agg(F.count(F.lit(1)).alias("repetitions"), F.sum(F.when(F.col("verdict") == "pass", 1).otherwise(0)).alias("passes"))
           .filter(F.col("repetitions") > 1)
           .withColumn("pass_rate", F.col("passes") / F.col("repetitions"))
-          .withColumn("flaky", (F.col("pass_rate") > 0) & (F.col("pass_rate") < 1)))
+          .withColumn("flaky", (F.col("passes") > 0) & (F.col("passes") < F.col("repetitions"))))
     return sorted(rows(df), key=lambda r: (not r["flaky"], r["pass_rate"], r["column"], r["case_id"]))
 
 
@@ -100,7 +113,8 @@ def durations(records: Any) -> list[dict[str, Any]]:
 
 def compare(baseline: list[dict[str, Any]], current: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Cell by cell against a baseline, matched by product, protocol, queue type and requirement
-    (not version: comparing releases is the point)."""
+    (not version: comparing releases is the point); a baseline cell absent now is ``vanished``.
+    (The gate's complete classification is reports.gate.classify.)"""
     base = {(c["config"], c["requirement"]): c for c in baseline}
     out = []
     for c in current:
@@ -108,8 +122,9 @@ def compare(baseline: list[dict[str, Any]], current: list[dict[str, Any]]) -> li
         if b is None:
             change = "new"
         else:
-            was, now = b["verdict"], c["verdict"]
-            failing = ("fail", "error")
+            # a flaky cell is compared as flaky, never as its worst or best verdict
+            was, now = ("flaky" if b.get("flaky") else b["verdict"]), ("flaky" if c.get("flaky") else c["verdict"])
+            failing = ("fail", "error", "flaky")
             if was == "pass" and now in failing:
                 change = "newly failing"
             elif was in failing and now == "pass":
@@ -124,7 +139,14 @@ def compare(baseline: list[dict[str, Any]], current: list[dict[str, Any]]) -> li
                 continue
         out.append({"config": c["config"], "column": c["column"], "baseline_column": b["column"] if b else None,
                     "requirement": c["requirement"], "level": c["level"], "area": c["area"],
-                    "baseline": b["verdict"] if b else None, "current": c["verdict"], "change": change,
+                    "baseline": (("flaky" if b.get("flaky") else b["verdict"]) if b else None),
+                    "current": "flaky" if c.get("flaky") else c["verdict"], "change": change,
                     "observed": c.get("observed"), "expected": c.get("expected")})
-    order = {"newly failing": 0, "still failing": 1, "newly unsupported": 2, "fixed": 3}
+    now_keys = {(c["config"], c["requirement"]) for c in current}
+    for b in baseline:  # on the baseline, absent now: never silently dropped from the comparison
+        if (b["config"], b["requirement"]) not in now_keys:
+            out.append({"config": b["config"], "column": None, "baseline_column": b["column"], "requirement": b["requirement"],
+                        "level": b["level"], "area": b["area"], "baseline": "flaky" if b.get("flaky") else b["verdict"],
+                        "current": None, "change": "vanished", "observed": None, "expected": b.get("expected")})
+    order = {"newly failing": 0, "vanished": 1, "still failing": 2, "newly unsupported": 3, "fixed": 4}
     return sorted(out, key=lambda d: (order.get(d["change"], 4), d["level"] != "MUST", d["requirement"]))

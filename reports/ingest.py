@@ -49,7 +49,7 @@ def result_files(paths: list[str]) -> list[str]:
                 out.append(os.path.abspath(f))
             elif not glob.has_magic(local):
                 raise UsageError(f"{m} has no {RESULTS_FILE}: not a run folder")
-    if not out:
+    if not out and paths:
         raise UsageError(f"no {RESULTS_FILE} found under {', '.join(paths)}")
     return out
 

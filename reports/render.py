@@ -42,6 +42,23 @@ def bar_chart(items: list[tuple[str, float]], *, unit: str, title: str, width: i
     return "".join(parts)
 
 
+def flaky_label(cell: dict[str, Any]) -> str:
+    """A cell whose case both passed and failed: never shown as plainly failing or passing."""
+    return f"flaky {100 * cell['passes'] / cell['decided']:.0f}% ({cell['passes']}/{cell['decided']})" if cell.get("decided") else "flaky"
+
+
+def flaky_cells(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    order = {lv: i for i, lv in enumerate(LEVELS)}
+    return sorted(({**c, "label": flaky_label(c)} for c in cells if c.get("flaky")),
+                  key=lambda c: (order.get(c["level"], 9), c["pass_rate"] or 0, c["requirement"], c["column"]))
+
+
+def unfinished_lines(result: dict[str, Any]) -> list[str]:
+    """One sentence per run that did not finish, for every output's banner."""
+    return [f"{r['role']} run {r['folder']} did not finish: {r['ended']}; its results are incomplete"
+            for r in result.get("runs", []) if not r["finished"]]
+
+
 def context(result: dict[str, Any]) -> dict[str, Any]:
     cells = result["cells"]
     columns = sorted({c["column"] for c in cells})
@@ -54,6 +71,7 @@ def context(result: dict[str, Any]) -> dict[str, Any]:
     details = []
     for c in cells:
         c = dict(c)
+        c["label"] = flaky_label(c) if c.get("flaky") else c["verdict"]
         if c["verdict"] in PROBLEM_VERDICTS:
             c["anchor"] = _anchor(c)
             details.append(c)
@@ -88,6 +106,7 @@ def context(result: dict[str, Any]) -> dict[str, Any]:
         "flaky_chart": bar_chart([(f"{f['column'][:20]} · {f['case_id'][-24:]}", f["pass_rate"] * 100) for f in flaky[:30]],
                                  unit="% pass", title="Pass rate of flaky cases"),
         "killmatrices": kms, "summary": result["summary"],
+        "unfinished": [r for r in result.get("runs", []) if not r["finished"]], "flaky_cells": flaky_cells(cells),
         "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "version": result.get("suite_version", ""),
     }
 
@@ -103,23 +122,35 @@ def render_markdown(result: dict[str, Any], html_name: str = "report.html") -> s
     """Short enough for a pull-request comment: scores, regressions, what fails."""
     ctx = context(result)
     lines = ["## Broker compliance", ""]
-    lines.append("| target | MUST pass | fail | deviation | unsupported |")
-    lines.append("|---|---:|---:|---:|---:|")
+    for text in unfinished_lines(result):
+        lines.append(f"> :warning: **UNFINISHED RUN**: {text}")
+    if ctx["unfinished"]:
+        lines.append("")
+    lines.append("| target | MUST pass | fail | flaky | deviation | unsupported |")
+    lines.append("|---|---:|---:|---:|---:|---:|")
     per: dict[str, dict[str, int]] = {}
     for c in result["cells"]:
-        per.setdefault(c["column"], dict.fromkeys(VERDICTS, 0))[c["verdict"]] += 1
+        counts = per.setdefault(c["column"], {**dict.fromkeys(VERDICTS, 0), "flaky": 0})
+        counts["flaky" if c.get("flaky") else c["verdict"]] += 1
     for k in ctx["kpis"]:
         v = per.get(k["column"], {})
         score = f"{100 * k['score']:.0f}% ({k['pass']}/{k['judged']})" if k["score"] is not None else "n/a"
-        lines.append(f"| {k['column']} | {score} | {v.get('fail', 0) + v.get('error', 0)} | {v.get('deviation', 0)} | {v.get('unsupported', 0)} |")
+        lines.append(f"| {k['column']} | {score} | {v.get('fail', 0) + v.get('error', 0)} | {v.get('flaky', 0)} | {v.get('deviation', 0)} | {v.get('unsupported', 0)} |")
     diff = result.get("diff")
     if diff is not None:
         newly = [d for d in diff if d["change"] == "newly failing"]
-        lines += ["", f"**Against the baseline:** {len(newly)} newly failing, "
+        vanished = [d for d in diff if d["change"] == "vanished"]
+        lines += ["", f"**Against the baseline:** {len(newly)} newly failing, {len(vanished)} vanished (not in these runs), "
                       f"{sum(d['change'] == 'fixed' for d in diff)} fixed, {sum(d['change'] == 'still failing' for d in diff)} still failing."]
+        for d in vanished[:10]:
+            lines.append(f"- :grey_question: `{d['requirement']}` [{d['level']}] on {d['baseline_column']}: {d['baseline']} on the baseline, not run now")
         for d in newly[:20]:
             lines.append(f"- :x: `{d['requirement']}` [{d['level']}] on {d['column']}: {d['baseline']} -> {d['current']}: {(d['observed'] or '')[:160]}")
-    fails = [c for c in ctx["details"] if c["verdict"] in ("fail", "error")]
+    if ctx["flaky_cells"]:
+        lines += ["", "**Flaky** (a case both passed and failed over its repetitions; pass rate):"]
+        for c in ctx["flaky_cells"][:20]:
+            lines.append(f"- `{c['requirement']}` [{c['level']}] on {c['column']}: {c['label']}")
+    fails = [c for c in ctx["details"] if c["verdict"] in ("fail", "error") and not c.get("flaky")]
     if fails:
         lines += ["", "**Failing:**"]
         for c in fails[:20]:

@@ -31,6 +31,20 @@ def figures(spark: Any, paths: list[str]) -> tuple[dict[str, Any], Ingested]:
     return result, data
 
 
+def cells(spark: Any, paths: list[str]) -> tuple[list[dict[str, Any]], dict[str, set[str]]]:
+    """Only the matrix cells of the runs under ``paths`` (what the gate needs; fewer Spark jobs than
+    figures), and the run ids whose records each results file holds (a folder run into twice holds two)."""
+    from urllib.parse import unquote, urlsplit
+
+    data = ingest(spark, paths)
+    ids: dict[str, set[str]] = {}
+    for r in data.records.select("source", "run_id").distinct().collect():
+        src = r["source"]
+        key = unquote(urlsplit(src).path) if src.startswith("file:") else src
+        ids.setdefault(key, set()).add(r["run_id"] or "?")
+    return analysis.rows(analysis.cells_df(data.records)), ids
+
+
 def killmatrices(paths: list[str]) -> list[dict[str, Any]]:
     """Self-test kill matrices lying in the given run folders (small JSON, read without Spark)."""
     import glob
@@ -47,14 +61,29 @@ def killmatrices(paths: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def run_statuses(files: list[str], baseline_files: list[str], spark: Any | None = None) -> list[dict[str, Any]]:
+    """How each run read ended (``run.json``): a run that did not finish is shown as such everywhere,
+    its results are real but incomplete."""
+    from reports.runs import is_local, read_metas
+
+    out = []
+    for role, fs in (("current", files), ("baseline", baseline_files)):
+        remote = spark if not all(is_local(f) for f in fs) else None
+        for m in read_metas(fs, remote):
+            out.append({"role": role, "folder": m.folder, "run_id": m.run_id, "status": m.status if m.problem is None else "unknown",
+                        "finished": m.finished, "ended": m.ended})
+    return out
+
+
 def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, master: str | None = None) -> dict[str, Any]:
     from conformance import __version__
     from reports.ingest import result_files
     from reports.session import spark_run
 
-    result_files(paths), result_files(baseline or paths)  # a bad path is a one-line error before Spark starts
+    files, base_files = result_files(paths), result_files(baseline or [])  # a bad path is a one-line error before Spark starts
     with spark_run(master) as spark:
         result, _ = figures(spark, paths)
+        result["runs"] = run_statuses(files, base_files, spark)
         if baseline:
             base, _ = figures(spark, baseline)
             result["diff"] = analysis.compare(base["cells"], result["cells"])

@@ -42,12 +42,27 @@ def rec(req: str, verdict: str, *, level: str = "MUST", area: str = "ack", qt: s
             "adapter": "pika", "profile": "rabbitmq-3.10", "suite_version": "0.1.0", **extra}
 
 
-def run_dir(root: Path, name: str, records: list[dict[str, Any]], *, extra_lines: list[str] = ()) -> str:
+CATALOGUE_DIGEST, PROFILE_DIGEST = "c" * 64, "a" * 64
+
+
+def run_meta(records: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:
+    """run.json as a finished run writes it (the runner's contract: digests and status)."""
+    first = records[0] if records else {}
+    return {"schema": "conformance.run/1", "run_id": first.get("run_id", "x"), "status": "finished",
+            "suite_version": first.get("suite_version", "0.1.0"), "catalogue_digest": CATALOGUE_DIGEST,
+            "profile": first.get("profile", "rabbitmq-3.10"), "profile_digest": PROFILE_DIGEST,
+            "product": first.get("product", "RabbitMQ"), "version": first.get("version", "3.10.8"),
+            "protocol": first.get("protocol", "amqp-0-9-1"), **overrides}
+
+
+def run_dir(root: Path, name: str, records: list[dict[str, Any]], *, extra_lines: list[str] = (), meta: dict[str, Any] | None = None,
+            **overrides: Any) -> str:
+    """A run folder of synthetic records; ``meta`` replaces run.json entirely, ``overrides`` change fields of it."""
     d = root / name
     d.mkdir(parents=True)
     lines = [json.dumps(r) for r in records] + list(extra_lines)
     (d / "results.jsonl").write_text("\n".join(lines) + "\n")
-    (d / "run.json").write_text(json.dumps({"schema": "conformance.run/1", "run_id": records[0]["run_id"] if records else "x"}))
+    (d / "run.json").write_text(json.dumps(meta if meta is not None else run_meta(records, **overrides)))
     return str(d)
 
 
@@ -61,6 +76,9 @@ def cells(spark: Any, paths: list[str]) -> dict[tuple[str, str], dict[str, Any]]
 
 BASE = [rec("ACK-A", "pass"), rec("ACK-B", "pass", qt="quorum"), rec("ACK-C", "fail", level="SHOULD"),
         rec("LIMIT-X", "unsupported", level="EXTENSION", area="limit"), rec("ACK-D", "deviation", spec="fail")]
+#: BASE's cells that stay as they were, on the current version (for gate tests about other cells).
+UNCHANGED_REST = [rec("LIMIT-X", "unsupported", level="EXTENSION", area="limit", version="3.11.0"),
+                  rec("ACK-D", "deviation", spec="fail", version="3.11.0")]
 
 
 def test_a_corrupted_line_is_quarantined_and_changes_nothing_else(spark: Any, tmp_path: Path) -> None:
@@ -132,8 +150,9 @@ def test_gate_exit_codes_known_deviation_xpass_and_expiry(spark: Any, tmp_path: 
     from reports.gate import run_gate
 
     base = run_dir(tmp_path, "base", BASE)
+    # Every baseline cell is present now (a missing one would be "vanished" and block on its own).
     cur = run_dir(tmp_path, "cur", [rec("ACK-A", "fail", version="3.11.0"), rec("ACK-B", "pass", qt="quorum", version="3.11.0"),
-                                    rec("ACK-C", "pass", level="SHOULD", version="3.11.0")])
+                                    rec("ACK-C", "pass", level="SHOULD", version="3.11.0"), *UNCHANGED_REST])
     g = run_gate([base], [cur])
     assert not g["passed"] and [d["requirement"] for d in g["regressions"]] == ["ACK-A"]
     manifest = tmp_path / "known.yaml"
@@ -204,7 +223,8 @@ def test_gate_command_exit_codes_and_xpass(spark: Any, tmp_path: Path, capsys: p
     from conformance.cli import main
 
     base = run_dir(tmp_path, "base", BASE)
-    cur = run_dir(tmp_path, "cur", [rec("ACK-A", "fail", version="3.11.0"), rec("ACK-C", "pass", level="SHOULD", version="3.11.0")])
+    cur = run_dir(tmp_path, "cur", [rec("ACK-A", "fail", version="3.11.0"), rec("ACK-C", "pass", level="SHOULD", version="3.11.0"),
+                                    rec("ACK-B", "pass", qt="quorum", version="3.11.0"), *UNCHANGED_REST])
     assert main(["gate", "--baseline", base, "--current", cur]) == 1
     out = capsys.readouterr().out
     assert "REGRESSION ACK-A [MUST]" in out and "gate: FAILED" in out

@@ -1,0 +1,159 @@
+"""Run metadata (``run.json``) of the run folders a report or a gate reads: how each run ended, and
+whether two sets of runs can be compared at all.
+
+A killed run leaves ``status: running`` and an aborted one ``aborted: <cause>``; its results are
+real but incomplete, so the report says so and the gate refuses to pass on it. Two runs are only
+comparable when they judged the same catalogue (suite version, catalogue digest) with the same
+profile (id and content digest) for the same product and protocol: otherwise a verdict change can
+come from the suite or from a profile edit, not from the broker, and the gate must say so instead
+of calling it a regression or, worse, hiding one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FINISHED = "finished"
+RUN_FILE = "run.json"
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """One run folder's metadata, as far as its ``run.json`` says (``problem`` when it cannot)."""
+
+    folder: str
+    run_id: str | None = None
+    status: str = "unknown"
+    suite_version: str | None = None
+    catalogue_digest: str | None = None
+    profile: str | None = None
+    profile_digest: str | None = None
+    product: str | None = None
+    version: str | None = None
+    protocol: str | None = None
+    problem: str | None = None  # why the metadata is missing or unreadable
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def finished(self) -> bool:
+        return self.problem is None and self.status == FINISHED
+
+    @property
+    def ended(self) -> str:
+        """How the run ended, in words for a banner or a gate cause."""
+        if self.problem:
+            return self.problem
+        if self.status == "running":
+            return "status 'running': the run was killed or is still going (nothing marked it finished)"
+        return f"status {self.status!r}"
+
+
+def _folder(results_file: str) -> str:
+    return results_file[: -len("/results.jsonl")] if results_file.endswith("/results.jsonl") else os.path.dirname(results_file)
+
+
+def _meta(folder: str, raw: Any, problem: str | None = None) -> RunMeta:
+    if problem is not None:
+        return RunMeta(folder=folder, problem=problem)
+    if not isinstance(raw, dict):
+        return RunMeta(folder=folder, problem=f"{RUN_FILE} is not a JSON object")
+
+    def s(key: str) -> str | None:
+        v = raw.get(key)
+        return None if v is None else str(v)
+
+    return RunMeta(folder=folder, run_id=s("run_id"), status=s("status") or "unknown", suite_version=s("suite_version"),
+                   catalogue_digest=s("catalogue_digest"), profile=s("profile"), profile_digest=s("profile_digest"),
+                   product=s("product"), version=s("version"), protocol=s("protocol"), raw=raw)
+
+
+def read_local(results_file: str) -> RunMeta:
+    """The ``run.json`` beside a local results file; a missing or broken one is recorded, not raised:
+    whether that is fatal is the caller's decision (the report shows it, the gate is inconclusive)."""
+    folder = _folder(results_file)
+    path = Path(folder) / RUN_FILE
+    try:
+        return _meta(folder, json.loads(path.read_text()))
+    except FileNotFoundError:
+        return _meta(folder, None, f"no {RUN_FILE}: how the run ended is unknown")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return _meta(folder, None, f"{RUN_FILE} unreadable ({str(exc).splitlines()[0]})")
+
+
+def read_remote(spark: Any, results_file: str) -> RunMeta:
+    """``run.json`` of a run folder only Spark can reach (hdfs://, s3a://, ...)."""
+    folder = _folder(results_file)
+    try:
+        row = spark.read.option("multiLine", True).json(f"{folder}/{RUN_FILE}").first()
+    except Exception as exc:  # noqa: BLE001 - Spark raises its own analysis/IO exceptions; all mean "unreadable"
+        return _meta(folder, None, f"{RUN_FILE} unreadable ({str(exc).splitlines()[0][:160]})")
+    return _meta(folder, row.asDict(recursive=True) if row is not None else None,
+                 None if row is not None else f"{RUN_FILE} is empty")
+
+
+def is_local(results_file: str) -> bool:
+    return results_file.startswith("/") or results_file.startswith("file:")
+
+
+def read_metas(results_files: list[str], spark: Any | None = None) -> list[RunMeta]:
+    """Metadata of every run folder (local ones without Spark; remote ones only when a session is given)."""
+    out = []
+    for f in results_files:
+        if is_local(f):
+            out.append(read_local(f[len("file://"):] if f.startswith("file://") else f))
+        elif spark is not None:
+            out.append(read_remote(spark, f))
+        else:
+            out.append(RunMeta(folder=_folder(f), problem=f"{RUN_FILE} not read (remote path, no Spark session)"))
+    return out
+
+
+def unfinished(metas: list[RunMeta]) -> list[RunMeta]:
+    return [m for m in metas if not m.finished]
+
+
+def _values(metas: list[RunMeta], attr: str) -> list[str]:
+    return sorted({str(getattr(m, attr)) for m in metas})
+
+
+def differences(baseline: list[RunMeta], current: list[RunMeta]) -> list[str]:
+    """Why the two sides cannot be compared (empty when they can), each reason one short sentence.
+
+    Compared: suite version and catalogue digest over all runs of both sides; profile id and profile
+    digest per product and protocol present on both sides. A run without a catalogue digest is of
+    the old format: its comparability cannot be checked, which is said, never assumed.
+    """
+    reasons: list[str] = []
+    metas = [m for m in baseline + current if m.problem is None]
+    old = [m for m in metas if not m.catalogue_digest or not m.profile_digest]
+    if old:
+        reasons.append("old-format run(s) without catalogue/profile digest, comparability cannot be checked: "
+                       + ", ".join(dict.fromkeys(m.folder for m in old)))
+    for attr, what in (("suite_version", "suite version"), ("catalogue_digest", "catalogue digest")):
+        b = _values([m for m in baseline if m.problem is None and getattr(m, attr)], attr)
+        c = _values([m for m in current if m.problem is None and getattr(m, attr)], attr)
+        if len(set(b) | set(c)) > 1:
+            reasons.append(f"{what} differs: baseline {', '.join(_short(v) for v in b) or '-'} vs current {', '.join(_short(v) for v in c) or '-'}")
+
+    def profiles(side: list[RunMeta]) -> dict[tuple[str, str], set[tuple[str, str]]]:
+        acc: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        for m in side:
+            if m.problem is None:
+                acc.setdefault((m.product or "?", m.protocol or "?"), set()).add((m.profile or "?", m.profile_digest or "?"))
+        return acc
+
+    pb, pc = profiles(baseline), profiles(current)
+    for key in sorted(set(pb) & set(pc)):
+        if pb[key] != pc[key] or len(pb[key]) > 1:
+            show = lambda ps: ", ".join(f"{p} ({_short(d)})" for p, d in sorted(ps))  # noqa: E731
+            reasons.append(f"profile differs for {key[0]} {key[1]}: baseline {show(pb[key])} vs current {show(pc[key])}")
+    return reasons
+
+
+def _short(digest: str) -> str:
+    """A digest shortened for a one-line cause (versions pass through)."""
+    return digest[:12] if len(digest) == 64 and all(ch in "0123456789abcdef" for ch in digest) else digest
