@@ -27,15 +27,16 @@ through :mod:`adapters.amqp10.admin` (AMQP 1.0 has no queue.declare).
 from __future__ import annotations
 
 import collections
+import os
 import itertools
 import socket
 import struct
 import time
 import uuid
 from typing import Any, Callable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
-from proton import Condition, Data, Delivery as PnDelivery, Described, Endpoint, Handler, Link, Message, Terminus, symbol, ulong
+from proton import SSL, Condition, Data, Delivery as PnDelivery, Described, Endpoint, Handler, Link, Message, SSLDomain, Terminus, symbol, ulong
 from proton.reactor import Container
 
 from conformance.api import (
@@ -639,7 +640,11 @@ class ProtonConnection(Connection):
         if name:
             kwargs["properties"] = {symbol("connection_name"): name}
         port = parts.port or (5671 if parts.scheme == "amqps" else 5672)
-        self._loop.conn = self._loop.container.connect(url=f"amqp://{parts.hostname}:{port}", handler=self._loop, **kwargs)
+        scheme = "amqp"
+        if parts.scheme == "amqps":
+            kwargs["ssl_domain"] = _tls_client(parse_qs(parts.query))
+            scheme = "amqps"
+        self._loop.conn = self._loop.container.connect(url=f"{scheme}://{parts.hostname}:{port}", handler=self._loop, **kwargs)
         try:
             self._loop.wait(lambda: bool(self._loop.conn.state & Endpoint.REMOTE_ACTIVE), f"AMQP 1.0 open from {parts.hostname}:{port}", timeout)
         except ConnectionLost as exc:
@@ -712,6 +717,26 @@ class ProtonConnection(Connection):
     @property
     def is_open(self) -> bool:
         return self._loop.lost is None
+
+
+#: Where Debian keeps the system's trusted CA certificates (ca-certificates), the default trust for amqps.
+SYSTEM_CA_FILE = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def _tls_client(query: dict[str, list[str]]) -> SSLDomain:
+    """TLS for an ``amqps://`` URL: the broker's certificate is verified against the system CAs (or
+    the ``?cafile=`` given) and must name the host, so SASL credentials only ever travel encrypted.
+    A proton built without TLS refuses the URL rather than fall back to a clear-text connection."""
+    if not SSL.present():
+        raise AdapterError("amqps:// needs TLS, but this python-qpid-proton was built without SSL support; "
+                           "install it with OpenSSL headers present, or use amqp://")
+    cafile = (query.get("cafile") or [SYSTEM_CA_FILE])[0]
+    if not os.path.isfile(cafile):
+        raise AdapterError(f"amqps://: no CA file at {cafile} to verify the broker's certificate (give ?cafile=<pem>)")
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    domain.set_trusted_ca_db(cafile)
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME, cafile)
+    return domain
 
 
 def _major(version: str) -> int:
