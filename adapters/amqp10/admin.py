@@ -158,15 +158,34 @@ class ProtocolCounter:
                 self._uncountable = (f"counting ready messages over AMQP 1.0 needs a browsing link: asked distribution-mode copy, "
                                      f"{self._product} granted {granted} (acquiring to count would take the messages)")
                 raise TargetCannot(self._uncountable)
-            try:
-                seen = browser.drain(COUNT_CREDIT, DRAIN_ANSWER_S)
-            except OperationTimeout:
+            seen, answered = self._browse_drain(browser)
+            if not answered:
                 self._uncountable = (f"counting ready messages over AMQP 1.0: {self._product} granted a browsing link but never "
                                      f"answered a drain of {COUNT_CREDIT} credit within {DRAIN_ANSWER_S:.0f}s (no flow with credit 0)")
-                raise TargetCannot(self._uncountable) from None
+                raise TargetCannot(self._uncountable)
+            # A broker may echo copy and still acquire (RabbitMQ's 3.x plugin does): a second browser,
+            # while the first still holds its deliveries unsettled, must see the same messages.
+            again, answered = self._browse_drain(ProtonConsumer(session, name, AckMode.MANUAL, None, True, for_get=True))
+            if len(again) != len(seen):
+                self._uncountable = (f"counting ready messages over AMQP 1.0: {self._product} granted distribution-mode copy, "
+                                     f"but a second browser saw {len(again)} of the {len(seen)} messages the first one holds"
+                                     f"{'' if answered else ' (its drain unanswered)'}: its browsing acquires, so it cannot count")
+                raise TargetCannot(self._uncountable)
             return QueueStats(ready=len(seen), consumers=None, method=f"AMQP 1.0 browse-drain of {name}")
         finally:
             conn.close()
+
+    def _browse_drain(self, browser: Any) -> tuple[list[Any], bool]:
+        """What a drain of a browsing link brought, and whether the broker answered it (credit 0)."""
+        try:
+            return list(browser.drain(COUNT_CREDIT, DRAIN_ANSWER_S)), True
+        except OperationTimeout:
+            got = list(browser.buffer)
+            browser.buffer.clear()
+            return got, False
+        except ChannelClosed as exc:
+            self._uncountable = f"counting ready messages over AMQP 1.0: {self._product} ended the session on a drain of a browsing link ({exc.text})"
+            raise TargetCannot(self._uncountable) from None
 
     def departure_barrier(self, name: str) -> str | None:
         start = time.monotonic()
