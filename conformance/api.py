@@ -53,7 +53,10 @@ class QueueSpec:
 class QueueStats:
     #: Messages ready for delivery (not counting deliveries awaiting acknowledgement).
     ready: int
-    consumers: int
+    #: None where the protocol cannot count consumers (AMQP 1.0 without a management backend).
+    consumers: int | None
+    #: How the counts were taken, when not by the protocol's own query (e.g. "AMQP 1.0 browse-drain").
+    method: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,12 @@ class Session(abc.ABC):
     @abc.abstractmethod
     def queue_stats(self, name: str) -> QueueStats:
         """Broker-side counts, read synchronously (0-9-1: passive queue.declare)."""
+
+    def await_departure(self, queue: str) -> str | None:
+        """Barrier for "every consumer of ``queue`` left" where consumers cannot be counted: return
+        what proved it (the mechanism and the broker's answer), or None when :meth:`queue_stats`
+        counts consumers and polling it is the barrier."""
+        return None
 
     @abc.abstractmethod
     def enable_confirms(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from conformance.redelivery import SPEC_SIGNAL, describe, expectation, is_amqp10, wrong_on_first, wrong_on_redelivery
 from conformance.verdict import Verdict, first_failure, fmt, holds
 
 Deliveries = Sequence[dict[str, Any]]
@@ -38,13 +39,19 @@ def returned_exactly(returned: Deliveries, expected_ids: Sequence[str], *, what:
     )
 
 
-def all_redelivered(returned: Deliveries, *, flag: bool = True) -> Verdict:
-    wrong = [f"{d['id']}(redelivered={fmt(d['redelivered'])})" for d in returned if bool(d["redelivered"]) is not flag]
+def all_redelivered(returned: Deliveries, *, flag: bool = True, signal: str = SPEC_SIGNAL) -> Verdict:
+    """Every delivery is marked as a redelivery (``flag``) or as a first delivery (``not flag``), by
+    the rules of its protocol (:mod:`conformance.redelivery`; AMQP 1.0 header fields as the spec and
+    the profile's ``signal`` make them binding)."""
+    judge = wrong_on_redelivery if flag else wrong_on_first
+    wrong = [w for w in (judge(d, signal) for d in returned) if w is not None]
+    amqp10 = any(is_amqp10(d) for d in returned)
     return holds(
         not wrong,
-        expected=f"every returned delivery has redelivered={fmt(flag)}",
-        observed=("all " + f"redelivered={fmt(flag)}") if not wrong else "wrong flag on " + ", ".join(wrong),
+        expected=f"every returned delivery has redelivered={fmt(flag)}" + (f" ({expectation(not flag, signal, True)})" if amqp10 else ""),
+        observed=("all " + f"redelivered={fmt(flag)}") if not wrong else "wrong flag on " + describe(wrong),
         key="redelivered-flag-wrong" if wrong else None,
+        spec=all(w.spec for w in wrong),
     )
 
 

@@ -44,6 +44,12 @@ DRAIN = {"published": ["m1", "m2", "m3"], "first": [dl("m1")],
          "drain_with_messages": {"answer": "drained", "got": [dl("m2", 2), dl("m3", 3)]},
          "drain_empty": {"answer": "drained", "got": []}}
 
+#: AMQP 1.0 observations of the ack area's redelivery cases, as a broker sending no header gives them.
+FIRST10 = {"published": ["m1", "m2", "m3", "m4"], "fetched": [dl("m1", redelivered=True, fa=False)],
+           "consumed": [dl(f"m{i}", i, redelivered=True, fa=False) for i in (2, 3, 4)]}
+LOSS10 = {"published": ["m1", "m2", "m3"], "held": [dl(f"m{i}", i, redelivered=True, fa=False) for i in (1, 2, 3)],
+          "returned": [dl(f"m{i}", i, redelivered=True, fa=False) for i in (1, 2, 3)], "how": "cut"}
+
 LINK_GOOD: list[Example] = [
     ex("TestReliableLinkRedelivered", "both-headers", RELIABLE),
     ex("TestReliableLinkRedelivered", "first-acquirer-only-3.10-plugin", with_(RELIABLE, second=[dl("m1", redelivered=True, fa=False, count=0)]), P10),
@@ -57,6 +63,12 @@ LINK_GOOD: list[Example] = [
     ex("TestAckAsync", "gone", ASYNC),
     ex("TestBrowseNonDestructive", "three-browsers", BROWSE),
     ex("TestDrain", "drained-both-times", DRAIN),
+    # AMQP 1.0 3.2.1: a broker that sends no header says first-acquirer=false, delivery-count 0 on every
+    # delivery (the Qpid Proton example broker); the spec permits it, so spec-only judging passes it.
+    ex("TestReliableLinkRedelivered", "no-header-at-all", with_(RELIABLE, first=[dl("m1", redelivered=True, fa=False)],
+                                                              second=[dl("m1", redelivered=True, fa=False, count=0)])),
+    ex("TestFirstDeliveryNotRedelivered", "no-header-at-all", FIRST10),
+    ex("TestRedeliverOnConnectionLoss", "no-header-at-all", LOSS10),
 ]
 
 LINK_VIOLATIONS: list[tuple[Example, str]] = [
@@ -64,7 +76,21 @@ LINK_VIOLATIONS: list[tuple[Example, str]] = [
     (ex("TestReliableLinkRedelivered", "unmarked", with_(RELIABLE, second=[dl("m1", fa=True, count=0)])), "not marked"),
     (ex("TestReliableLinkRedelivered", "count-only-but-profile-says-first-acquirer",
         with_(RELIABLE, second=[dl("m1", redelivered=True, fa=True, count=1)]), P10), "not marked"),
-    (ex("TestReliableLinkRedelivered", "first-already-marked", with_(RELIABLE, first=[dl("m1", redelivered=True, fa=False)])), "already marked"),
+    (ex("TestReliableLinkRedelivered", "first-already-counted", with_(RELIABLE, first=[dl("m1", redelivered=True, count=1)])),
+     "delivery-count=1 (AMQP 1.0 3.2.1: zero on first delivery)"),
+    (ex("TestReliableLinkRedelivered", "first-not-first-acquirer-but-profile-says-it-sets-it",
+        with_(RELIABLE, first=[dl("m1", redelivered=True, fa=False)]), P10), "first-acquirer=false, though the profile"),
+    (ex("TestReliableLinkRedelivered", "redelivery-claims-first-acquirer-no-header-count",
+        with_(RELIABLE, second=[dl("m1", fa=True, count=None)])), "first-acquirer=true, though another link acquired"),
+    (ex("TestFirstDeliveryNotRedelivered", "amqp10-first-delivery-counted",
+        with_(FIRST10, consumed=[dl("m2", 2, redelivered=True, fa=False), dl("m3", 3, redelivered=True, fa=True, count=2),
+                                 dl("m4", 4, redelivered=True, fa=False)])), "m3(first-acquirer=true, delivery-count=2): delivery-count=2"),
+    (ex("TestFirstDeliveryNotRedelivered", "amqp10-not-first-acquirer-but-profile-says-it-sets-it", FIRST10, P10),
+     "first-acquirer=false, though the profile"),
+    (ex("TestRedeliverOnConnectionLoss", "amqp10-redelivery-claims-first-acquirer",
+        with_(LOSS10, returned=[dl("m1", 1, redelivered=True, fa=False), dl("m2", 2, fa=True), dl("m3", 3, redelivered=True, fa=False)])),
+     "m2(first-acquirer=true, delivery-count=0): first-acquirer=true"),
+    (ex("TestRedeliverOnConnectionLoss", "amqp10-lost-on-disconnect", with_(LOSS10, returned=[])), "missing [m1, m2, m3]"),
     (ex("TestReliableLinkRedelivered", "duplicated", with_(RELIABLE, second=[dl("m1", redelivered=True, fa=False, count=1)] * 2)), "duplicated"),
     (ex("TestUnreliableLinkGoneAtFetch", "came-back", with_(GONE, second=[dl("m1", redelivered=True, fa=False)])), "unexpected [m1]"),
     (ex("TestUnreliableLinkGoneAtFetch", "sent-unsettled", with_(GONE, fetched=[dl("m1", 1), dl("m2", 2, presettled=True)])), "unsettled: [m1]"),
@@ -78,7 +104,8 @@ LINK_VIOLATIONS: list[tuple[Example, str]] = [
     (ex("TestAckAsync", "short", with_(ASYNC, acked=ASYNC["acked"][:2])), "missing [m3]"),
     (ex("TestBrowseNonDestructive", "acquired", with_(BROWSE, browsers=[{**BROWSE["browsers"][0], "ready_while_browsing": 0}] + BROWSE["browsers"][1:])), "ready = 0"),
     (ex("TestBrowseNonDestructive", "seen-as-reacquired", with_(BROWSE, browsers=BROWSE["browsers"][:1] + [
-        {"granted": "copy", "seen": [dl("m1", redelivered=True, fa=False)], "ready_while_browsing": 1}] + BROWSE["browsers"][2:])), "first-acquirer=false"),
+        {"granted": "copy", "seen": [dl("m1", redelivered=True, fa=False, count=1)], "ready_while_browsing": 1}] + BROWSE["browsers"][2:])),
+     "delivery-count=1"),
     (ex("TestBrowseNonDestructive", "second-browser-blind", with_(BROWSE, browsers=BROWSE["browsers"][:1] + [
         {"granted": "copy", "seen": [], "ready_while_browsing": 1}] + BROWSE["browsers"][2:])), "missing [m1]"),
     (ex("TestBrowseNonDestructive", "gone-after-browsing", with_(BROWSE, acquirer=[])), "missing [m1]"),
@@ -108,6 +135,16 @@ def on_3_10(name: str, qt: str) -> Verdict:
 def test_browse_that_acquires_is_the_documented_3_10_deviation(qt: str) -> None:
     v = on_3_10("acquired", qt)
     assert v.outcome is Outcome.DEVIATION and "3.10.8" in v.citation and "copy" in v.reason
+
+
+def test_a_false_first_acquirer_alone_is_no_spec_violation() -> None:
+    """Judged by the spec only, a header-less first delivery passes; with a profile that documents
+    first-acquirer it fails as a vendor verdict, never as a spec one."""
+    e = next(e for e, _ in LINK_VIOLATIONS if e.name == "amqp10-not-first-acquirer-but-profile-says-it-sets-it")
+    v = e.judge()
+    assert v.outcome is Outcome.FAIL and v.spec == "n/a"
+    counted = next(e for e, _ in LINK_VIOLATIONS if e.name == "amqp10-first-delivery-counted").judge()
+    assert counted.outcome is Outcome.FAIL and counted.spec == "fail"
 
 
 def test_drain_crash_is_a_deviation_on_classic_only() -> None:

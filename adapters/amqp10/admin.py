@@ -10,16 +10,26 @@ Backends:
 
 * ``amqp091``: RabbitMQ serves AMQP 0-9-1 on the same port (the protocol header picks), so queues
   of every type are declared, counted and deleted over a side 0-9-1 session.
-* ``none``: the broker creates nodes on attach (Artemis auto-create, Broker-J node auto-creation
-  policies). A plain queue "exists" by being addressed; typed queues and counters are unsupported.
+* ``amqp-1.0``: the broker creates nodes on attach (Artemis auto-create, Broker-J node auto-creation
+  policies, the Qpid Proton example broker). A plain queue "exists" by being addressed; typed
+  queues are unsupported. Counting comes from the protocol itself (:class:`ProtocolCounter`): ready
+  messages by draining a browsing (distribution-mode copy) link when the broker grants one, and a
+  consumer's departure by an ordering barrier (a fresh connection's attach round trip), because
+  AMQP 1.0 has no way to count another connection's links.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
-from conformance.api import QueueSpec, QueueStats
-from conformance.errors import Unsupported
+from conformance.api import AckMode, QueueSpec, QueueStats
+from conformance.errors import ChannelClosed, OperationTimeout, TargetCannot, Unsupported
+
+#: How long a browsing link's drain may take to be answered before counting is declared impossible.
+DRAIN_ANSWER_S = 2.0
+#: Credit of the counting drain: more messages than any case ever queues.
+COUNT_CREDIT = 10_000
 
 
 class QueueAdmin(Protocol):
@@ -30,6 +40,7 @@ class QueueAdmin(Protocol):
     def declare_queue(self, spec: QueueSpec) -> str: ...
     def delete_queue(self, name: str) -> None: ...
     def queue_stats(self, name: str) -> QueueStats: ...
+    def departure_barrier(self, name: str) -> str | None: ...
     def declare_exchange(self, name: str, kind: str) -> None: ...
     def delete_exchange(self, name: str) -> None: ...
     def bind_queue(self, queue: str, exchange: str, routing_key: str) -> None: ...
@@ -68,6 +79,9 @@ class Amqp091Admin:
         stats: QueueStats = self._s().queue_stats(name)
         return stats
 
+    def departure_barrier(self, name: str) -> str | None:
+        return None  # the consumer count itself is the barrier
+
     def declare_exchange(self, name: str, kind: str) -> None:
         self._s().declare_exchange(name, kind)
 
@@ -86,14 +100,37 @@ class Amqp091Admin:
                 conn.cut()
 
 
-class NodeOnAttachAdmin:
-    """For brokers that create a node when it is first addressed; nothing else can be administered."""
+class ProtocolCounter:
+    """For brokers that create a node when it is first addressed and offer no management backend.
 
-    name = "none"
+    Nothing but plain queues can be administered; the counts come from AMQP 1.0 itself:
+
+    * ready messages: a receiving link asking for distribution-mode copy is attached *without
+      credit*; only if the broker's attach reply grants copy is credit given, with drain set, and
+      the deliveries that arrive before the broker's flow (credit used up) are counted. Nothing is
+      acquired, so counting changes nothing. A broker that does not grant copy, or never answers
+      the drain, cannot be counted this way: the error says which step failed and what the broker
+      answered (acquiring and releasing to count would alter what the case observes).
+    * consumers: AMQP 1.0 cannot see another connection's links. A departure (a consumer's
+      connection cut or closed) is awaited by an ordering barrier instead: a fresh connection's
+      open, begin, attach and detach on the queue's address, all answered by the broker after the
+      departing connection was gone. That is ordering evidence, not a count, and it is recorded so.
+    """
+
+    name = "amqp-1.0"
     counts = False
 
-    def __init__(self, product: str) -> None:
+    def __init__(self, product: str, url: str, *, op_timeout: float | None) -> None:
         self._product = product
+        self._url = url
+        self._op_timeout = op_timeout
+        #: Why ready messages cannot be counted on this broker, once found out (asked once per admin).
+        self._uncountable: str | None = None
+
+    def _connect(self, purpose: str) -> Any:
+        from adapters.amqp10.proton_adapter import ProtonAdapter
+
+        return ProtonAdapter().connect(self._url, name=f"conformance amqp-1.0 {purpose}", op_timeout=self._op_timeout)
 
     def declare_queue(self, spec: QueueSpec) -> str:
         if spec.arguments or spec.queue_type not in ("classic", "default"):
@@ -104,7 +141,62 @@ class NodeOnAttachAdmin:
         return None
 
     def queue_stats(self, name: str) -> QueueStats:
-        raise Unsupported(f"queue counters need a management backend for {self._product} (AMQP 1.0 itself has none)")
+        if self._uncountable is not None:
+            raise TargetCannot(self._uncountable)
+        from adapters.amqp10.proton_adapter import ProtonConsumer
+
+        conn = self._connect("counter")
+        try:
+            session = conn.session()
+            try:
+                browser = ProtonConsumer(session, name, AckMode.MANUAL, None, True, for_get=True)
+            except ChannelClosed as exc:
+                self._uncountable = f"counting ready messages of {name} over AMQP 1.0: the broker refused a browsing link ({exc.text})"
+                raise TargetCannot(self._uncountable) from None
+            granted = browser.granted.get("distribution-mode")
+            if granted != "copy":
+                self._uncountable = (f"counting ready messages over AMQP 1.0 needs a browsing link: asked distribution-mode copy, "
+                                     f"{self._product} granted {granted} (acquiring to count would take the messages)")
+                raise TargetCannot(self._uncountable)
+            seen, answered = self._browse_drain(browser)
+            if not answered:
+                self._uncountable = (f"counting ready messages over AMQP 1.0: {self._product} granted a browsing link but never "
+                                     f"answered a drain of {COUNT_CREDIT} credit within {DRAIN_ANSWER_S:.0f}s (no flow with credit 0)")
+                raise TargetCannot(self._uncountable)
+            # A broker may echo copy and still acquire (RabbitMQ's 3.x plugin does): a second browser,
+            # while the first still holds its deliveries unsettled, must see the same messages.
+            again, answered = self._browse_drain(ProtonConsumer(session, name, AckMode.MANUAL, None, True, for_get=True))
+            if len(again) != len(seen):
+                self._uncountable = (f"counting ready messages over AMQP 1.0: {self._product} granted distribution-mode copy, "
+                                     f"but a second browser saw {len(again)} of the {len(seen)} messages the first one holds"
+                                     f"{'' if answered else ' (its drain unanswered)'}: its browsing acquires, so it cannot count")
+                raise TargetCannot(self._uncountable)
+            return QueueStats(ready=len(seen), consumers=None, method=f"AMQP 1.0 browse-drain of {name}")
+        finally:
+            conn.close()
+
+    def _browse_drain(self, browser: Any) -> tuple[list[Any], bool]:
+        """What a drain of a browsing link brought, and whether the broker answered it (credit 0)."""
+        try:
+            return list(browser.drain(COUNT_CREDIT, DRAIN_ANSWER_S)), True
+        except OperationTimeout:
+            got = list(browser.buffer)
+            browser.buffer.clear()
+            return got, False
+        except ChannelClosed as exc:
+            self._uncountable = f"counting ready messages over AMQP 1.0: {self._product} ended the session on a drain of a browsing link ({exc.text})"
+            raise TargetCannot(self._uncountable) from None
+
+    def departure_barrier(self, name: str) -> str | None:
+        start = time.monotonic()
+        conn = self._connect("barrier")
+        try:
+            session = conn.session()
+            session.sync_on(name)
+        finally:
+            conn.close()
+        return (f"no consumer count over AMQP 1.0 on {self._product} (no management backend): ordering barrier = a new "
+                f"connection's open/begin/attach/detach on {name}, answered in {(time.monotonic() - start) * 1000:.1f}ms")
 
     def declare_exchange(self, name: str, kind: str) -> None:
         raise Unsupported(f"exchanges are not an AMQP 1.0 notion on {self._product}")
@@ -122,4 +214,4 @@ class NodeOnAttachAdmin:
 def admin_for(product: str, url: str, *, op_timeout: float | None) -> QueueAdmin:
     if product.lower() == "rabbitmq":
         return Amqp091Admin(url, op_timeout=op_timeout)
-    return NodeOnAttachAdmin(product)
+    return ProtocolCounter(product, url, op_timeout=op_timeout)

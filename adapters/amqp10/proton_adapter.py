@@ -27,15 +27,16 @@ through :mod:`adapters.amqp10.admin` (AMQP 1.0 has no queue.declare).
 from __future__ import annotations
 
 import collections
+import os
 import itertools
 import socket
 import struct
 import time
 import uuid
 from typing import Any, Callable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
-from proton import Condition, Data, Delivery as PnDelivery, Described, Endpoint, Handler, Link, Message, Terminus, symbol, ulong
+from proton import SSL, Condition, Data, Delivery as PnDelivery, Described, Endpoint, Handler, Link, Message, SSLDomain, Terminus, symbol, ulong
 from proton.reactor import Container
 
 from conformance.api import (
@@ -76,6 +77,8 @@ CONDITION_CODES = {
 
 OUTCOMES = {"accepted": PnDelivery.ACCEPTED, "released": PnDelivery.RELEASED, "rejected": PnDelivery.REJECTED, "modified": PnDelivery.MODIFIED}
 STATE_NAMES = {v: k for k, v in OUTCOMES.items()}
+#: AMQP 1.0 transactions 4.5.5: the declared outcome (descriptor 0x33).
+DECLARED = 0x33
 SETTLE_MODES = {Link.SND_UNSETTLED: "unsettled", Link.SND_SETTLED: "settled", Link.SND_MIXED: "mixed"}
 DIST_MODES = {Terminus.DIST_MODE_UNSPECIFIED: "unspecified", Terminus.DIST_MODE_COPY: "copy", Terminus.DIST_MODE_MOVE: "move"}
 
@@ -227,6 +230,12 @@ class ProtonConsumer(Consumer, _Link):
         }
         self.requested = {"snd-settle-mode": "settled" if ack_mode is AckMode.AUTO else "unsettled",
                           "distribution-mode": "copy" if browse else "unspecified"}
+        if ack_mode is AckMode.AUTO and self.granted["snd-settle-mode"] != "settled":
+            # Transport 2.7.3: the sender's attach states the settlement mode actually in use. A broker
+            # may decline at-most-once (the spec lets it); the link is then not an unreliable one.
+            self.close()
+            raise TargetCannot(f"asked for an unreliable link from {address} (snd-settle-mode settled); the broker's attach "
+                               f"answered snd-settle-mode {self.granted['snd-settle-mode']}: it offers no at-most-once link")
         if not for_get:
             self.link.flow(self.window or WINDOW)
             session._loop.pump()
@@ -366,6 +375,9 @@ class ProtonSession(Session):
 
     def queue_stats(self, name: str) -> QueueStats:
         return self._admin().queue_stats(name)
+
+    def await_departure(self, queue: str) -> str | None:
+        return self._admin().departure_barrier(queue)
 
     def declare_exchange(self, name: str, kind: str = "direct") -> None:
         self._admin().declare_exchange(name, kind)
@@ -521,9 +533,15 @@ class ProtonSession(Session):
         """Round trip: attach and detach a probe sender on an address this session used."""
         self._check()
         self._loop.pump()
-        address = self._last_address
-        if address is None:
-            return
+        if self._last_address is not None:
+            self._probe(self._last_address)
+
+    def sync_on(self, queue: str) -> None:
+        """Round trip on ``queue``'s address (attach and detach of a probe sender)."""
+        self._check()
+        self._probe(self._address(queue))
+
+    def _probe(self, address: str) -> None:
         link = self._ssn.sender(f"sync-{uuid.uuid4().hex[:6]}")  # sends nothing; RabbitMQ 3.x leaves the
         link.target.address = address                          # detach of a creditless receiver unanswered
         link.target.durability = Terminus.DELIVERIES
@@ -566,7 +584,14 @@ class ProtonSession(Session):
 
     def _declare(self) -> None:
         d = self._control(Described(symbol("amqp:declare:list"), [None]), "declare")
-        self._txn = d.remote.data[0] if d.remote.data else None
+        # AMQP 1.0 transactions 4.5.1/4.5.5: a coordinator answers declare with the declared outcome
+        # carrying the txn-id. Any other answer (a plain node accepting the declare as a message) is
+        # no transaction at all, and whatever "transactional" work followed would be plain work.
+        if d.remote_state != DECLARED or not d.remote.data:
+            name = STATE_NAMES.get(d.remote_state, f"state 0x{d.remote_state:x}" if d.remote_state else "no outcome")
+            raise TargetCannot(f"the broker attached a link to the transaction coordinator but answered declare with {name}, "
+                               "not declared with a txn-id: it has no transactions")
+        self._txn = d.remote.data[0]
 
     def commit(self) -> None:
         self._control(Described(symbol("amqp:discharge:list"), [self._txn, False]), "discharge (commit)")
@@ -615,7 +640,11 @@ class ProtonConnection(Connection):
         if name:
             kwargs["properties"] = {symbol("connection_name"): name}
         port = parts.port or (5671 if parts.scheme == "amqps" else 5672)
-        self._loop.conn = self._loop.container.connect(url=f"amqp://{parts.hostname}:{port}", handler=self._loop, **kwargs)
+        scheme = "amqp"
+        if parts.scheme == "amqps":
+            kwargs["ssl_domain"] = _tls_client(parse_qs(parts.query))
+            scheme = "amqps"
+        self._loop.conn = self._loop.container.connect(url=f"{scheme}://{parts.hostname}:{port}", handler=self._loop, **kwargs)
         try:
             self._loop.wait(lambda: bool(self._loop.conn.state & Endpoint.REMOTE_ACTIVE), f"AMQP 1.0 open from {parts.hostname}:{port}", timeout)
         except ConnectionLost as exc:
@@ -688,6 +717,26 @@ class ProtonConnection(Connection):
     @property
     def is_open(self) -> bool:
         return self._loop.lost is None
+
+
+#: Where Debian keeps the system's trusted CA certificates (ca-certificates), the default trust for amqps.
+SYSTEM_CA_FILE = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def _tls_client(query: dict[str, list[str]]) -> SSLDomain:
+    """TLS for an ``amqps://`` URL: the broker's certificate is verified against the system CAs (or
+    the ``?cafile=`` given) and must name the host, so SASL credentials only ever travel encrypted.
+    A proton built without TLS refuses the URL rather than fall back to a clear-text connection."""
+    if not SSL.present():
+        raise AdapterError("amqps:// needs TLS, but this python-qpid-proton was built without SSL support; "
+                           "install it with OpenSSL headers present, or use amqp://")
+    cafile = (query.get("cafile") or [SYSTEM_CA_FILE])[0]
+    if not os.path.isfile(cafile):
+        raise AdapterError(f"amqps://: no CA file at {cafile} to verify the broker's certificate (give ?cafile=<pem>)")
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    domain.set_trusted_ca_db(cafile)
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME, cafile)
+    return domain
 
 
 def _major(version: str) -> int:

@@ -13,29 +13,8 @@ from conformance.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
 from conformance.checkers import returned_exactly
 from conformance.errors import ChannelClosed, SettlementRefused
 from conformance.profile import Profile
+from conformance.redelivery import describe, expectation, is_amqp10, marks, signal_of, wrong_on_first, wrong_on_redelivery
 from conformance.verdict import Verdict, first_failure, fmt, holds
-
-#: How a redelivery is marked, per profile entry "redelivery.signal":
-#: redelivered (the neutral flag: 0-9-1 redelivered, 1.0 either header), first-acquirer, delivery-count.
-SIGNALS = {
-    "redelivered": lambda d: bool(d["redelivered"]),
-    "first-acquirer": lambda d: d.get("first_acquirer") is False,
-    "delivery-count": lambda d: (d.get("delivery_count") or 0) >= 1,
-}
-
-
-def signal_of(profile: Profile, queue_type: str | None) -> str:
-    entry = profile.entry("redelivery.signal", queue_type)
-    return str(entry.value) if entry is not None else "redelivered"
-
-
-def marks(d: dict[str, Any]) -> str:
-    parts = [f"redelivered={fmt(d['redelivered'])}"]
-    if "first_acquirer" in d:
-        parts.append(f"first-acquirer={fmt(d['first_acquirer'])}")
-    parts.append(f"delivery-count={fmt(d.get('delivery_count'))}")
-    return f"{d['id']}(" + ", ".join(parts) + ")"
-
 
 class TestReliableLinkRedelivered(Case):
     requirement = "LINK-RELIABLE-REDELIVERED"
@@ -51,18 +30,19 @@ class TestReliableLinkRedelivered(Case):
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         signal = signal_of(profile, queue_type)
-        marked = SIGNALS[signal]
-        wrong_first = [marks(d) for d in obs["first"] if marked(d)]
-        unmarked = [marks(d) for d in obs["second"] if not marked(d)]
+        amqp10 = any(is_amqp10(d) for d in obs["first"] + obs["second"])
+        wrong_first = [w for w in (wrong_on_first(d, signal) for d in obs["first"]) if w is not None]
+        unmarked = [w for w in (wrong_on_redelivery(d, signal) for d in obs["second"]) if w is not None]
         return first_failure(
             returned_exactly(obs["first"], obs["published"], what="the first acquirer's delivery"),
-            holds(not wrong_first, expected=f"first delivery not marked redelivered ({signal})",
-                  observed="first delivery " + (", ".join(wrong_first) + " already marked" if wrong_first else "unmarked"),
-                  key="first-marked" if wrong_first else None),
+            holds(not wrong_first, expected=f"first delivery not marked redelivered ({expectation(True, signal, amqp10)})",
+                  observed=("first delivery already marked: " + describe(wrong_first)) if wrong_first else
+                  "first delivery " + ", ".join(marks(d) for d in obs["first"]),
+                  key="first-marked" if wrong_first else None, spec=all(w.spec for w in wrong_first)),
             returned_exactly(obs["second"], obs["published"], what="after the first acquirer disconnected without accepting"),
-            holds(not unmarked, expected=f"the second acquirer's delivery marked redelivered ({signal})",
-                  observed=("not marked: " + ", ".join(unmarked)) if unmarked else "marked: " + ", ".join(marks(d) for d in obs["second"]),
-                  key="redelivery-unmarked" if unmarked else None),
+            holds(not unmarked, expected=f"the second acquirer's delivery marked redelivered ({expectation(False, signal, amqp10)})",
+                  observed=("not marked: " + describe(unmarked)) if unmarked else "marked: " + ", ".join(marks(d) for d in obs["second"]),
+                  key="redelivery-unmarked" if unmarked else None, spec=all(w.spec for w in unmarked)),
         )
 
 

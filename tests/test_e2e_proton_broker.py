@@ -1,0 +1,116 @@
+"""End to end on a broker the suite was never tuned to: the Qpid Proton example broker (AMQP 1.0).
+
+It has no management API, no transactions, no browsing, no persistence, and it takes a message off
+its queue when it sends it, so every unsettled delivery is lost when its consumer goes away. The
+catalogue must say exactly that: losses FAIL with expected vs. observed, missing features are
+`unsupported` with what the broker answered, nothing is `unsupported` for want of a management API,
+and no MUST fails for behaviour AMQP 1.0 permits (a header-less message says first-acquirer=false).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from adapters.proton_example.launcher import DEFAULT_SCRIPT, ProtonExampleBroker, amqp10_ready
+from conformance.catalogue import catalogue
+from conformance.cli import EXIT_FAIL
+from conformance.results import read_results, read_run
+from tests.test_e2e_rabbitmq import run_cli
+
+pytestmark = pytest.mark.skipif(not Path(DEFAULT_SCRIPT).is_file(), reason=f"{DEFAULT_SCRIPT} missing: apt-get install python-qpid-proton-doc")
+
+#: The requirements whose violation is this broker's loss of unsettled deliveries on consumer disconnect.
+LOSS = {"LINK-RELIABLE-REDELIVERED", "ACK-REDELIVER-ON-CONNECTION-LOSS", "ACK-ACKED-NEVER-REDELIVERED",
+        "ACK-CLIENT-CUMULATIVE", "ACK-CLIENT-INDIVIDUAL"}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, list[dict[str, Any]], str]]:
+    out = tmp_path_factory.mktemp("proton-example") / "run"
+    proc = run_cli("run", "--target", "proton-example", "--adapter", "proton", "--out", str(out), timeout=400)
+    yield read_run(out), list(read_results(out)), f"exit {proc.returncode}\n" + proc.stdout + proc.stderr
+
+
+def test_the_run_reaches_verdicts_and_fails_on_the_losses(run: tuple[Any, list[dict[str, Any]], str]) -> None:
+    meta, recs, output = run
+    assert meta["status"] == "finished" and meta["profile"] == "amqp-1.0", output[-2000:]
+    assert recs and all(r["protocol"] == "amqp-1.0" for r in recs)
+    by = {(r["requirement"], r["variant"]): r for r in recs}
+    for req in LOSS:
+        r = by[(req, None)]
+        assert r["verdict"] == "fail" and r["spec_verdict"] == "fail", (req, r["verdict"], r["observed"])
+        assert "missing" in r["observed"] and r["expected"], (req, r["observed"])
+    reliable = by[("LINK-RELIABLE-REDELIVERED", None)]
+    assert "exactly [m1] come back" in reliable["expected"] and "came back [] (missing [m1])" in reliable["observed"]
+
+
+def test_nothing_is_unsupported_for_want_of_a_management_api(run: tuple[Any, list[dict[str, Any]], str]) -> None:
+    _, recs, _ = run
+    for r in recs:
+        if r["verdict"] == "unsupported":
+            assert "management" not in r["reason"] and "counters" not in r["reason"], (r["case_id"], r["reason"])
+    # The departure barriers that replaced the consumer count are recorded in the cases' history.
+    loss = next(r for r in recs if r["requirement"] == "ACK-REDELIVER-ON-CONNECTION-LOSS")
+    assert any(h["op"] == "barrier" and "ordering barrier" in h["detail"] for h in loss["history"])
+
+
+def test_missing_features_are_unsupported_with_the_brokers_answer(run: tuple[Any, list[dict[str, Any]], str]) -> None:
+    _, recs, _ = run
+    reqs = catalogue()
+    tx = [r for r in recs if r["requirement"].startswith("TX-") and "amqp-1.0" in reqs[r["requirement"]].protocols]
+    assert tx and all(r["verdict"] == "unsupported" and "answered declare with accepted" in r["reason"] for r in tx)
+    browse = next(r for r in recs if r["requirement"] == "LINK-BROWSE-NON-DESTRUCTIVE")
+    assert browse["verdict"] == "unsupported" and "granted distribution-mode unspecified" in browse["reason"]
+    unreliable = [r for r in recs if r["requirement"].startswith("LINK-UNRELIABLE")]
+    assert unreliable and all(r["verdict"] == "unsupported" and "answered snd-settle-mode mixed" in r["reason"] for r in unreliable)
+
+
+def test_no_must_fails_for_what_amqp_1_0_permits(run: tuple[Any, list[dict[str, Any]], str]) -> None:
+    _, recs, _ = run
+    reqs = catalogue()
+    first = next(r for r in recs if r["requirement"] == "ACK-FIRST-NOT-REDELIVERED")
+    assert first["verdict"] == "pass", first["observed"]  # no header: first-acquirer=false, which 3.2.1 allows
+    for r in recs:
+        if r["verdict"] == "fail" and reqs[r["requirement"]].level == "MUST":
+            assert r["requirement"] in LOSS, (r["case_id"], r["observed"])
+            assert "first-acquirer=false" not in r["observed"], (r["case_id"], r["observed"])
+
+
+def test_a_run_with_a_failed_must_exits_1(run: tuple[Any, list[dict[str, Any]], str]) -> None:
+    _, _, output = run
+    assert output.startswith(f"exit {EXIT_FAIL}\n"), output[-2000:]
+
+
+def test_the_launcher_starts_on_a_free_port_and_stops_its_process_group() -> None:
+    broker = ProtonExampleBroker()
+    broker.start()
+    try:
+        port, pid = broker.port, int(broker.facts["pid"])
+        assert broker.url == f"amqp://127.0.0.1:{port}" and amqp10_ready(port) and broker.check_alive() is None
+        assert not broker.can_restart
+    finally:
+        broker.stop()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)  # signal 0: does the group still exist?
+    assert not amqp10_ready(port)
+
+
+def test_readiness_needs_an_amqp_1_0_answer() -> None:
+    """A port that accepts TCP but answers something else is not ready."""
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        port = srv.getsockname()[1]
+        assert not amqp10_ready(port)  # accepts, never answers a header: the 1 s read timeout says no
+
+
+def test_a_missing_script_is_a_one_line_target_error(tmp_path: Path) -> None:
+    from conformance.errors import TargetError
+
+    with pytest.raises(TargetError, match="python-qpid-proton-doc"):
+        ProtonExampleBroker(script=str(tmp_path / "broker.py")).start()
