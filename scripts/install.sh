@@ -14,7 +14,8 @@ fi
 # The report pipeline runs Spark on a JVM; the report's browser test loads the page in Chromium.
 missing=()
 # The Qpid Proton example broker: the non-RabbitMQ AMQP 1.0 target (--target proton-example).
-[ -f /usr/share/proton/examples/python/broker.py ] || missing+=(python-qpid-proton-doc)
+# (Debian 12 ships it in libqpid-proton11-dev-examples, not in python-qpid-proton-doc.)
+[ -f /usr/share/proton/examples/python/broker.py ] || missing+=(libqpid-proton11-dev-examples)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then

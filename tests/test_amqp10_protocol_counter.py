@@ -21,7 +21,7 @@ from conformance.targets import wait_until
 @pytest.fixture()
 def proton_broker() -> Iterator[ProtonExampleBroker]:
     if not Path(DEFAULT_SCRIPT).is_file():
-        pytest.skip(f"{DEFAULT_SCRIPT} missing: apt-get install python-qpid-proton-doc")
+        pytest.skip(f"{DEFAULT_SCRIPT} missing: apt-get install libqpid-proton11-dev-examples")
     broker = ProtonExampleBroker()
     broker.start()
     try:

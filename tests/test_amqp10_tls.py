@@ -89,7 +89,7 @@ def test_an_untrusted_certificate_is_refused_by_default(cert: tuple[Path, Path])
 def tls_broker(cert: tuple[Path, Path]) -> Iterator[int]:
     """The Proton example broker behind a TLS terminator on its own port."""
     if not Path(DEFAULT_SCRIPT).is_file():
-        pytest.skip(f"{DEFAULT_SCRIPT} missing: apt-get install python-qpid-proton-doc")
+        pytest.skip(f"{DEFAULT_SCRIPT} missing: apt-get install libqpid-proton11-dev-examples")
     crt, key = cert
     broker = ProtonExampleBroker()
     broker.start()

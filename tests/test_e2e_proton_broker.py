@@ -22,7 +22,7 @@ from conformance.cli import EXIT_FAIL
 from conformance.results import read_results, read_run
 from tests.test_e2e_rabbitmq import run_cli
 
-pytestmark = pytest.mark.skipif(not Path(DEFAULT_SCRIPT).is_file(), reason=f"{DEFAULT_SCRIPT} missing: apt-get install python-qpid-proton-doc")
+pytestmark = pytest.mark.skipif(not Path(DEFAULT_SCRIPT).is_file(), reason=f"{DEFAULT_SCRIPT} missing: apt-get install libqpid-proton11-dev-examples")
 
 #: The requirements whose violation is this broker's loss of unsettled deliveries on consumer disconnect.
 LOSS = {"LINK-RELIABLE-REDELIVERED", "ACK-REDELIVER-ON-CONNECTION-LOSS", "ACK-ACKED-NEVER-REDELIVERED",
@@ -112,5 +112,5 @@ def test_readiness_needs_an_amqp_1_0_answer() -> None:
 def test_a_missing_script_is_a_one_line_target_error(tmp_path: Path) -> None:
     from conformance.errors import TargetError
 
-    with pytest.raises(TargetError, match="python-qpid-proton-doc"):
+    with pytest.raises(TargetError, match="libqpid-proton11-dev-examples"):
         ProtonExampleBroker(script=str(tmp_path / "broker.py")).start()

@@ -1,6 +1,6 @@
 """The Qpid Proton example broker as a launched target: a generic AMQP 1.0 broker in CI.
 
-Debian's ``python-qpid-proton-doc`` ships ``/usr/share/proton/examples/python/broker.py``, a
+Debian's ``libqpid-proton11-dev-examples`` ships ``/usr/share/proton/examples/python/broker.py``, a
 minimal in-memory AMQP 1.0 broker written on python-qpid-proton: queues are created when first
 addressed, there is no management API, no persistence and no transaction coordinator, and it
 announces no product or version. That makes it the suite's non-RabbitMQ target: its verdicts come
@@ -27,7 +27,7 @@ from conformance.errors import TargetError
 from conformance.targets import Target, probe_tcp, wait_until
 
 DEFAULT_SCRIPT = "/usr/share/proton/examples/python/broker.py"
-INSTALL_HINT = "install it with: apt-get update && apt-get install -y --no-install-recommends python-qpid-proton-doc"
+INSTALL_HINT = "install it with: apt-get update && apt-get install -y --no-install-recommends libqpid-proton11-dev-examples"
 #: AMQP 1.0 protocol header (transport 2.2): "AMQP", id 0 (plain AMQP), version 1.0.0.
 AMQP10_HEADER = b"AMQP\x00\x01\x00\x00"
 
