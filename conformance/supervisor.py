@@ -187,26 +187,39 @@ class Supervisor:
         self.report: TeardownReport | None = None
 
     @classmethod
-    def start(cls, token: str, directory: str | None, *, grace_s: float = 10.0, ready_timeout_s: float = 10.0) -> "Supervisor":
-        """Start the watchdog and return once it is armed (PDEATHSIG set, parent checked).
+    def spawn(cls, token: str, directory: str | None, *, grace_s: float = 10.0) -> "Supervisor":
+        """Start the watchdog without waiting for it; call :meth:`wait_ready` before relying on it.
 
-        ``directory`` (or None) is removed at teardown. The pipe ends this process keeps are
-        close-on-exec, so no other program started later holds them.
+        Marked processes may be started at once: the watchdog finds them by their marker whenever
+        it tears down, and the pipe reports this process's death from the moment this returns.
+        ``directory`` (or None) is removed at teardown. The pipe ends kept here are close-on-exec,
+        so no program started later holds them. The watchdog shares our stderr, so its own failure
+        is seen.
         """
         argv = [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "--token", token,
                 "--parent", str(os.getpid()), "--grace", str(grace_s)]
         if directory:
             argv += ["--dir", directory]
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
                                 text=True, cwd="/", start_new_session=True, close_fds=True)
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], ready_timeout_s)
-        line = proc.stdout.readline().strip() if ready else ""
-        if line != READY:
-            proc.kill()
-            proc.wait()
-            raise SupervisorError(f"the process supervisor did not start (got {line!r} within {ready_timeout_s:.0f}s)")
         return cls(token, directory, proc, grace_s)
+
+    def wait_ready(self, timeout_s: float = 10.0) -> None:
+        """Return once the watchdog is armed (PDEATHSIG set, parent checked); else SupervisorError."""
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        line = self.proc.stdout.readline().strip() if ready else ""
+        if line != READY:
+            self.proc.kill()
+            self.proc.wait()
+            raise SupervisorError(f"the process supervisor did not start (got {line!r} within {timeout_s:.0f}s)")
+
+    @classmethod
+    def start(cls, token: str, directory: str | None, *, grace_s: float = 10.0, ready_timeout_s: float = 10.0) -> "Supervisor":
+        """:meth:`spawn` and :meth:`wait_ready` in one."""
+        sup = cls.spawn(token, directory, grace_s=grace_s)
+        sup.wait_ready(ready_timeout_s)
+        return sup
 
     def env(self) -> dict[str, str]:
         return {MARKER: self.token}
@@ -236,10 +249,6 @@ class Supervisor:
 # -- the watchdog's program ----------------------------------------------------------------------
 
 
-class _Stop(Exception):
-    """Raised by a signal handler to leave the blocking read and tear down."""
-
-
 def _arm_pdeathsig(sig: int) -> None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -256,34 +265,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--grace", type=float, default=10.0)
     args = ap.parse_args(argv)
 
-    def stop(signum: int, _frame: object) -> None:
-        raise _Stop(signum)
+    # Signal handlers only record the request; the wake-up pipe makes poll() return, so no handler
+    # ever interrupts the teardown and no EOF/signal race can skip it.
+    stop = {"requested": False}
 
-    def parent_died(signum: int, _frame: object) -> None:
+    def on_stop(_signum: int, _frame: object) -> None:
+        stop["requested"] = True
+
+    def on_parent_death(_signum: int, _frame: object) -> None:
         if os.getppid() != args.parent:  # the process died, not just the thread that started us
-            raise _Stop(signum)
+            stop["requested"] = True
 
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(sig, stop)
-    signal.signal(signal.SIGUSR1, parent_died)
+        signal.signal(sig, on_stop)
+    signal.signal(signal.SIGUSR1, on_parent_death)
     _arm_pdeathsig(signal.SIGUSR1)
-    try:
-        if os.getppid() == args.parent:  # else the parent died before PDEATHSIG was armed
-            try:
-                print(READY, flush=True)
-            except BrokenPipeError:
-                pass
-            while os.read(0, 4096):
-                pass
-    except _Stop:
-        pass
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGUSR1):
-        signal.signal(sig, signal.SIG_IGN)
+    if os.getppid() != args.parent:  # the parent died before PDEATHSIG was armed
+        stop["requested"] = True
+    else:
+        try:
+            print(READY, flush=True)
+        except BrokenPipeError:
+            stop["requested"] = True
+    poller = select.poll()
+    poller.register(0, select.POLLIN)
+    poller.register(wake_r, select.POLLIN)
+    while not stop["requested"]:
+        for fd, _ in poller.poll():
+            if fd == wake_r:
+                os.read(wake_r, 512)
+            elif not os.read(0, 4096):  # EOF (POLLHUP included): the launcher closed the pipe or died
+                stop["requested"] = True
     report = teardown(args.token, args.dir, grace_s=args.grace)
     try:
         print(json.dumps(asdict(report)), flush=True)
-    except (BrokenPipeError, OSError):
-        pass  # the launcher is gone: nobody to tell
+    except OSError:  # the launcher is gone: nobody to tell, and nothing left to flush at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     return 0
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from conformance.errors import TargetError
-from conformance.supervisor import MARKER, Supervisor, SupervisorError
+from conformance.supervisor import MARKER, Supervisor, SupervisorError, teardown
 from conformance.targets import Target, wait_until
 
 DEFAULT_HOME = "/usr/lib/rabbitmq"
@@ -163,12 +163,14 @@ class RabbitMQLocalNode(Target):
         if self.dir is None or not (self.dir / "rabbitmq.conf").exists():
             self._prepare()
         assert self.dir is not None
-        if not getattr(self, "_attached", False) and self._supervisor is None:
+        new_supervisor = not getattr(self, "_attached", False) and self._supervisor is None
+        remove: str | None = None
+        if new_supervisor:
             remove = str(self.dir) if self._own_dir and not self.keep_dir else None
-            try:
-                self._supervisor = Supervisor.start(self.token, remove)
-            except (SupervisorError, OSError) as exc:
-                raise TargetError(f"RabbitMQ node {self.node} not started: {exc}") from None
+            try:  # started first, waited for after the node's spawn: off the boot's critical path
+                self._supervisor = Supervisor.spawn(self.token, remove)
+            except OSError as exc:
+                raise TargetError(f"RabbitMQ node {self.node} not started: the process supervisor did not start: {exc}") from None
         log = os.fdopen(os.open(self.dir / "console.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
         try:
             self.proc = subprocess.Popen(
@@ -183,6 +185,15 @@ class RabbitMQLocalNode(Target):
         finally:
             log.close()
         self._save_state(self.proc.pid)
+        if new_supervisor and self._supervisor is not None:
+            try:
+                self._supervisor.wait_ready()
+            except SupervisorError as exc:
+                teardown(self.token, remove)  # the watchdog's own path, run here since it is gone
+                self._supervisor = None
+                self.proc = None
+                self.dir = None if remove else self.dir
+                raise TargetError(f"RabbitMQ node {self.node} not started: {exc}") from None
         proc = self.proc
         ok = wait_until(lambda: proc.poll() is not None or amqp_ready(self.amqp_port), self.boot_timeout, 0.1)
         if proc.poll() is not None:
