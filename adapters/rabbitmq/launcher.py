@@ -305,7 +305,12 @@ class RabbitMQLocalNode(Target):
     def stop(self) -> None:
         """Stop the node, its helpers and epmd, and remove its directory: all done by the watchdog
         (the same path as when this process dies). An attached process leaves the node running."""
-        if getattr(self, "_attached", False) or self._supervisor is None:
+        if getattr(self, "_attached", False):
+            return
+        if self._supervisor is None:  # never started: at most a prepared directory to remove
+            if self._own_dir and not self.keep_dir and self.dir is not None:
+                shutil.rmtree(self.dir, ignore_errors=True)
+                self.dir = None
             return
         report = self._supervisor.stop()
         self._supervisor = None
