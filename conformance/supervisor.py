@@ -41,6 +41,7 @@ from typing import Iterable, Sequence
 MARKER = "CONFORMANCE_SUPERVISED"
 PR_SET_PDEATHSIG = 1
 READY = "ready"
+PING, PONG = b"ping\n", "pong"
 
 
 @dataclass
@@ -221,6 +222,17 @@ class Supervisor:
         sup.wait_ready(ready_timeout_s)
         return sup
 
+    def ping(self, timeout_s: float = 5.0) -> bool:
+        """True when the watchdog answers: it is running and has handled every signal sent before."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(PING.decode())
+            self.proc.stdin.flush()
+        except OSError:
+            return False
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        return bool(ready) and self.proc.stdout.readline().strip() == PONG
+
     def env(self) -> dict[str, str]:
         return {MARKER: self.token}
 
@@ -297,8 +309,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         for fd, _ in poller.poll():
             if fd == wake_r:
                 os.read(wake_r, 512)
-            elif not os.read(0, 4096):  # EOF (POLLHUP included): the launcher closed the pipe or died
+                continue
+            data = os.read(0, 4096)
+            if not data:  # EOF (POLLHUP included): the launcher closed the pipe or died
                 stop["requested"] = True
+            for _ in range(0 if stop["requested"] else data.count(PING)):
+                try:
+                    print(PONG, flush=True)
+                except OSError:  # the launcher died meanwhile: EOF follows
+                    break
     report = teardown(args.token, args.dir, grace_s=args.grace)
     try:
         print(json.dumps(asdict(report)), flush=True)

@@ -16,6 +16,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -185,3 +186,23 @@ def test_the_watchdog_kills_what_ignores_sigterm_and_removes_the_directory(tmp_p
     assert report.removed_dir and not private.exists()
     assert marked_pids(sup.token) == []
     assert MARKER not in os.environ
+
+
+def test_the_watchdog_ignores_the_exit_of_the_thread_that_started_it(tmp_path: Path) -> None:
+    """PR_SET_PDEATHSIG also fires when the launching *thread* exits: that must not stop the node."""
+    private = tmp_path / "private"
+    private.mkdir()
+    holder: dict[str, Supervisor] = {}
+    token = "t" + os.urandom(6).hex()
+    starter = threading.Thread(target=lambda: holder.update(sup=Supervisor.start(token, str(private), grace_s=1.0)))
+    starter.start()
+    starter.join()
+    sup = holder["sup"]
+    child = subprocess.Popen(["sleep", "600"], env={**os.environ, **sup.env()}, start_new_session=True)
+    try:
+        sup.proc.send_signal(signal.SIGUSR1)  # what the kernel sends at the thread's exit, made certain
+        assert sup.ping()  # a barrier: the watchdog handled that signal before answering
+        assert sup.proc.poll() is None and child.poll() is None and private.exists()
+    finally:
+        report = sup.stop()
+    assert child.wait(timeout=5) == -signal.SIGTERM and report.removed_dir
