@@ -17,6 +17,16 @@ restarted by another process (an xdist worker attached to the node) is found as 
 one. Teardown: SIGTERM to the roots of the marked process tree, a grace period, SIGKILL to whatever
 is left, then the private directory is removed. Waiting uses pidfds (no polling) where available.
 
+Use from a launcher (an AMQP 1.0 broker, a user-defined process target)::
+
+    sup = Supervisor.spawn(secrets.token_hex(8), str(private_dir))   # before the first process
+    proc = subprocess.Popen(argv, env={**os.environ, **sup.env()}, start_new_session=True)
+    sup.wait_ready()
+    ...
+    sup.stop()                                                      # TERM, grace, KILL, rm -r dir
+
+Limit: a process that starts a child with an emptied environment (``env -i``) hides that child.
+
 This file is also the watchdog's program, run as a script with ``python -I -S`` so that it starts
 fast and imports nothing but the standard library.
 """
