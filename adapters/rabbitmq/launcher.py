@@ -3,7 +3,13 @@
 Everything a node owns is private: node name, AMQP/distribution/epmd ports, data and log dirs, and
 its Erlang cookie (through HOME). Nothing system-wide is touched, so several nodes and a system
 service can coexist. The node runs in the foreground of its own process group, which is what makes
-kill -9 of the whole node (beam and its helpers) a single signal.
+kill -9 of the node (the start script and beam) a single signal.
+
+The node never outlives the process that launched it: a watchdog (:mod:`conformance.supervisor`)
+started before the node stops every process of the node and removes its directory when the launcher
+stops it or dies, however it dies. Every socket of the node (AMQP, Erlang distribution, its private
+epmd) listens on 127.0.0.1 only, and the directory that holds the node's password is private (0700,
+files 0600).
 """
 
 from __future__ import annotations
@@ -20,9 +26,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from conformance.errors import TargetError
+from conformance.supervisor import MARKER, Supervisor, SupervisorError, teardown
 from conformance.targets import Target, wait_until
 
 DEFAULT_HOME = "/usr/lib/rabbitmq"
+#: Erlang's distribution listener binds every address unless told otherwise (epmd: ERL_EPMD_ADDRESS).
+LOOPBACK_DIST_ARGS = "-kernel inet_dist_use_interface {127,0,0,1}"
 INSTALL_HINT = "install it with: apt-get update && apt-get install -y --no-install-recommends rabbitmq-server"
 
 
@@ -30,6 +39,14 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def write_private(path: Path, text: str, mode: int = 0o600) -> None:
+    """Write a file that only its owner can read, with no moment at a wider mode."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
 
 
 def amqp_ready(port: int) -> bool:
@@ -69,6 +86,9 @@ class RabbitMQLocalNode(Target):
         self.password = secrets.token_urlsafe(12)
         self.node = f"conformance-{secrets.token_hex(3)}@localhost"
         self.amqp_port = self.dist_port = self.epmd_port = 0
+        #: The marker that ties this node's processes to its watchdog (kept in node.json for attached restarts).
+        self.token = secrets.token_hex(8)
+        self._supervisor: Supervisor | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -88,11 +108,13 @@ class RabbitMQLocalNode(Target):
         if self.dir is None:
             self.dir = Path(tempfile.mkdtemp(prefix="conformance-rmq-"))
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.chmod(0o700)
         self.amqp_port, self.dist_port, self.epmd_port = free_port(), free_port(), free_port()
         cookie = self.dir / ".erlang.cookie"
-        cookie.write_text(secrets.token_hex(16))
-        cookie.chmod(0o400)
-        (self.dir / "rabbitmq.conf").write_text(
+        if cookie.exists():
+            cookie.chmod(0o600)
+        write_private(cookie, secrets.token_hex(16), 0o400)
+        write_private(self.dir / "rabbitmq.conf",
             "\n".join(
                 [
                     f"listeners.tcp.1 = 127.0.0.1:{self.amqp_port}",
@@ -105,8 +127,8 @@ class RabbitMQLocalNode(Target):
             )
             + "\n"
         )
-        (self.dir / "enabled_plugins").write_text(f"[{','.join(self.plugins)}].\n")
-        (self.dir / "rabbitmq-env.conf").write_text("")
+        write_private(self.dir / "enabled_plugins", f"[{','.join(self.plugins)}].\n")
+        write_private(self.dir / "rabbitmq-env.conf", "")
         self.url = f"amqp://{self.user}:{quote(self.password, safe='')}@127.0.0.1:{self.amqp_port}/%2F"
         self.facts = {"node": self.node, "node_dir": str(self.dir), "launcher": "rabbitmq-local"}
 
@@ -128,8 +150,11 @@ class RabbitMQLocalNode(Target):
             RABBITMQ_ADVANCED_CONFIG_FILE=f"{d}/advanced.config",
             RABBITMQ_ENABLED_PLUGINS_FILE=f"{d}/enabled_plugins",
             RABBITMQ_CONF_ENV_FILE=f"{d}/rabbitmq-env.conf",
+            RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=LOOPBACK_DIST_ARGS,
             ERL_EPMD_PORT=str(self.epmd_port),
+            ERL_EPMD_ADDRESS="127.0.0.1",
         )
+        env[MARKER] = self.token
         return env
 
     def start(self) -> None:
@@ -138,7 +163,15 @@ class RabbitMQLocalNode(Target):
         if self.dir is None or not (self.dir / "rabbitmq.conf").exists():
             self._prepare()
         assert self.dir is not None
-        log = open(self.dir / "console.log", "ab")
+        new_supervisor = not getattr(self, "_attached", False) and self._supervisor is None
+        remove: str | None = None
+        if new_supervisor:
+            remove = str(self.dir) if self._own_dir and not self.keep_dir else None
+            try:  # started first, waited for after the node's spawn: off the boot's critical path
+                self._supervisor = Supervisor.spawn(self.token, remove)
+            except OSError as exc:
+                raise TargetError(f"RabbitMQ node {self.node} not started: the process supervisor did not start: {exc}") from None
+        log = os.fdopen(os.open(self.dir / "console.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
         try:
             self.proc = subprocess.Popen(
                 [str(self.server_script)],
@@ -152,6 +185,15 @@ class RabbitMQLocalNode(Target):
         finally:
             log.close()
         self._save_state(self.proc.pid)
+        if new_supervisor and self._supervisor is not None:
+            try:
+                self._supervisor.wait_ready()
+            except SupervisorError as exc:
+                teardown(self.token, remove)  # the watchdog's own path, run here since it is gone
+                self._supervisor = None
+                self.proc = None
+                self.dir = None if remove else self.dir
+                raise TargetError(f"RabbitMQ node {self.node} not started: {exc}") from None
         proc = self.proc
         ok = wait_until(lambda: proc.poll() is not None or amqp_ready(self.amqp_port), self.boot_timeout, 0.1)
         if proc.poll() is not None:
@@ -169,10 +211,10 @@ class RabbitMQLocalNode(Target):
 
     def _save_state(self, pid: int) -> None:
         state = {"node": self.node, "user": self.user, "password": self.password, "pid": pid,
-                 "ports": [self.amqp_port, self.dist_port, self.epmd_port], "plugins": list(self.plugins)}
+                 "ports": [self.amqp_port, self.dist_port, self.epmd_port], "plugins": list(self.plugins),
+                 "token": self.token}
         tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state))
-        tmp.chmod(0o600)
+        write_private(tmp, json.dumps(state))
         tmp.replace(self.state_file)
 
     def _pid(self) -> int | None:
@@ -197,6 +239,7 @@ class RabbitMQLocalNode(Target):
         node.node, node.user, node.password = state["node"], state["user"], state["password"]
         node.amqp_port, node.dist_port, node.epmd_port = state["ports"]
         node.plugins = tuple(state.get("plugins", ()))
+        node.token = state.get("token", node.token)
         node.url = f"amqp://{node.user}:{quote(node.password, safe='')}@127.0.0.1:{node.amqp_port}/%2F"
         node.facts = {"node": node.node, "node_dir": node_dir, "launcher": "rabbitmq-local"}
         return node
@@ -260,20 +303,27 @@ class RabbitMQLocalNode(Target):
         return None if amqp_ready(self.amqp_port) else f"node {self.node} does not answer on port {self.amqp_port}"
 
     def stop(self) -> None:
+        """Stop the node, its helpers and epmd, and remove its directory: all done by the watchdog
+        (the same path as when this process dies). An attached process leaves the node running."""
         if getattr(self, "_attached", False):
             return
-        self.shutdown()
-        self._stop_epmd()
-        if self._own_dir and not self.keep_dir and self.dir is not None:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self.dir = None
-
-    def _stop_epmd(self) -> None:
-        if not self.epmd_port:
+        if self._supervisor is None:  # never started: at most a prepared directory to remove
+            if self._own_dir and not self.keep_dir and self.dir is not None:
+                shutil.rmtree(self.dir, ignore_errors=True)
+                self.dir = None
             return
-        epmd = shutil.which("epmd") or next(iter(sorted(Path("/usr/lib/erlang").glob("erts-*/bin/epmd"))), None)
-        if epmd:
-            subprocess.run([str(epmd), "-port", str(self.epmd_port), "-kill"], capture_output=True, timeout=10)
+        report = self._supervisor.stop()
+        self._supervisor = None
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)  # reap the start script (the watchdog stopped it)
+            except subprocess.TimeoutExpired:
+                pass
+            self.proc = None
+        if report.left:
+            raise TargetError(f"RabbitMQ node {self.node}: processes {report.left} survived SIGKILL")
+        if report.removed_dir:
+            self.dir = None
 
 
 def launch(**options: object) -> RabbitMQLocalNode:
