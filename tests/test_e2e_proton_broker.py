@@ -114,3 +114,22 @@ def test_a_missing_script_is_a_one_line_target_error(tmp_path: Path) -> None:
 
     with pytest.raises(TargetError, match="libqpid-proton11-dev-examples"):
         ProtonExampleBroker(script=str(tmp_path / "broker.py")).start()
+
+
+def test_the_example_broker_never_outlives_its_launcher(tmp_path: Path) -> None:
+    """SIGKILL of the process that launched the broker: the supervisor takes the broker and its dir."""
+    import signal
+    import subprocess
+    import sys
+
+    from conformance.targets import wait_until
+    from tests.conftest import ROOT
+
+    script = "from adapters.proton_example.launcher import launch\nt = launch(); t.start()\nprint(t.facts['pid'], t.facts['dir'], flush=True)\nimport time; time.sleep(120)\n"
+    runner = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert runner.stdout is not None
+    pid, folder = runner.stdout.readline().split()
+    assert Path(f"/proc/{pid}").exists() and Path(folder).is_dir()
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    assert wait_until(lambda: not Path(f"/proc/{pid}").exists() and not Path(folder).exists(), 20.0), (pid, folder)

@@ -15,6 +15,7 @@ restarted by the suite in any meaningful way: with no persistence a restart is a
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -24,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from conformance.errors import TargetError
+from conformance.supervisor import Supervisor, SupervisorError
 from conformance.targets import Target, probe_tcp, wait_until
 
 DEFAULT_SCRIPT = "/usr/share/proton/examples/python/broker.py"
@@ -63,6 +65,7 @@ class ProtonExampleBroker(Target):
         self.boot_timeout = boot_timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: Path | None = None
+        self._supervisor: Supervisor | None = None
         self.port = 0
 
     def start(self) -> None:
@@ -72,14 +75,22 @@ class ProtonExampleBroker(Target):
             raise TargetError(f"the Qpid Proton example broker {self.script} is missing; {INSTALL_HINT}")
         self._dir = Path(tempfile.mkdtemp(prefix="conformance-proton-example-"))
         self.port = free_port()
+        # the watchdog: the broker never outlives this process, however it ends (SIGKILL included)
+        self._supervisor = Supervisor.spawn(secrets.token_hex(8), str(self._dir))
         log = open(self._dir / "broker.log", "wb")
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, str(self.script), "-a", f"127.0.0.1:{self.port}"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self._dir,
+                env={**os.environ, **self._supervisor.env()},
             )
         finally:
             log.close()
+        try:
+            self._supervisor.wait_ready()
+        except SupervisorError as exc:
+            self.stop()
+            raise TargetError(f"the Proton example broker was not started: {exc}") from None
         self.url = f"amqp://127.0.0.1:{self.port}"
         self.facts = {"launcher": "proton-example", "script": str(self.script), "port": str(self.port),
                       "pid": str(self._proc.pid), "dir": str(self._dir)}
@@ -121,6 +132,9 @@ class ProtonExampleBroker(Target):
                     break
                 except subprocess.TimeoutExpired:
                     continue
+        if self._supervisor is not None:
+            self._supervisor.stop()  # removes the private dir too
+            self._supervisor = None
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
