@@ -266,6 +266,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
                 meta["mutation"] = state.mutation_proxy.mutation_stats()
             state.writer.write_run({**read_run(state.writer.dir), **meta})
     finally:
+        with contextlib.suppress(OSError):
+            os.unlink(state.lock_path)  # the broker lock of this run (workers are gone by now)
         if state.mutation_proxy is not None:
             state.mutation_proxy.close()
         if state.target is not None and not state.attached:
