@@ -23,6 +23,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from conformance.errors import UsageError
+from conformance.profile_keys import entry_problem
+
+#: The top-level keys a profile file may have.
+PROFILE_FIELDS = ("id", "title", "checked", "match", "queue_types", "entries", "deviations", "unsupported")
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,9 @@ def _documented(items: Any, where: str, with_observed: bool) -> list[Documented]
 def parse_profile(data: Any, origin: str) -> Profile:
     if not isinstance(data, dict):
         raise UsageError(f"{origin}: a profile must be a mapping")
+    unknown = [k for k in data if k not in PROFILE_FIELDS]
+    if unknown:
+        raise UsageError(f"{origin}: unknown field(s) {', '.join(map(str, unknown))}; allowed: {', '.join(PROFILE_FIELDS)}")
     match = _need(data, "match", origin)
     if not isinstance(match, dict):
         raise UsageError(f"{origin}: 'match' must be a mapping")
@@ -172,6 +179,10 @@ def parse_profile(data: Any, origin: str) -> Profile:
             by_qt[qt] = Entry(sub["value"], str(_need(sub, "source", f"{w}.by_queue_type.{qt}")))
         if not by_qt:
             raise UsageError(f"{w}: no value")
+        for qt, e in by_qt.items():
+            problem = entry_problem(str(key), e.value)
+            if problem:
+                raise UsageError(f"{w}{'' if qt is None else f'.by_queue_type.{qt}'}: {problem}")
         entries[key] = by_qt
     return Profile(
         id=str(_need(data, "id", origin)),
