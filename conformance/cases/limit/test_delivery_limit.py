@@ -134,9 +134,10 @@ class TestCountHeader(Case):
             return undocumented("delivery-count.first" if first is None else "delivery-limit.counted-returns", profile)
         method = "consume" if obs["how"] == "consumer-loss" else "get"
         rule = first.value[method] if isinstance(first.value, dict) else first.value
-        start = {"zero": 0, "absent": None}[rule]
+        start = {"zero": 0, "absent": None, "one": 1}[rule]
+        shift = 1 if rule == "one" else 0  # "one": the header counts this delivery too (1, 2, 3, ...)
         counts = obs["how"] in counted.value
-        expected = [(k if k else start) if counts else start for k in range(len(obs["deliveries"]))]
+        expected = [(k + shift if k else start) if counts else start for k in range(len(obs["deliveries"]))]
         observed = [d["count"] for d in obs["deliveries"]]
         return first_failure(
             holds(len(observed) == obs["rounds"], expected=f"{obs['rounds']} deliveries under a limit of 10",
