@@ -162,7 +162,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 target = attach_target(json.loads(worker["conformance_target"]))
         else:
             handle = config.getoption("--attach-target")
-            target = attach_target(json.loads(handle)) if handle else make_target(spec)
+            results_dir = config.getoption("--results-dir")  # a launched target may keep its log there
+            target = attach_target(json.loads(handle)) if handle else make_target(spec, **({"run_dir": results_dir} if results_dir else {}))
             if not handle:
                 target.start()
             url, run_id = SecretUrl(target.url), uuid.uuid4().hex[:12]
