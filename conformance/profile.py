@@ -58,6 +58,10 @@ class QueueType:
     durable: bool
     arguments: dict[str, Any]
     source: str
+    #: False for a queue type the profile documents (how it is declared) but the catalogue does not
+    #: run on, e.g. an append-only stream with no requeue or delivery limit to judge; ``reason`` says why.
+    runs: bool = True
+    reason: str = ""
 
 
 @dataclass
@@ -157,11 +161,19 @@ def parse_profile(data: Any, origin: str) -> Profile:
         declare = raw.get("declare") or {}
         if not isinstance(declare, dict) or not isinstance(declare.get("arguments") or {}, dict):
             raise UsageError(f"{w}.declare: expected a mapping (durable, arguments: a mapping)")
+        unknown = [k for k in raw if k not in ("declare", "source", "catalogue", "reason")]
+        if unknown:
+            raise UsageError(f"{w}: unknown key(s) {', '.join(map(str, unknown))}; allowed: declare, source, catalogue, reason")
+        runs = raw.get("catalogue", True)
+        if runs not in (True, False):
+            raise UsageError(f"{w}.catalogue: expected true or false")
         qts[name] = QueueType(
             name=name,
             durable=bool(declare.get("durable", True)),
             arguments=dict(declare.get("arguments") or {}),
             source=str(_need(raw, "source", w)),
+            runs=runs,
+            reason="" if runs else str(_need(raw, "reason", w)),
         )
     entries: dict[str, dict[str | None, Entry]] = {}
     for key, raw in (data.get("entries") or {}).items():

@@ -311,7 +311,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if cls.queue_types is not None:
         qts = cls.queue_types
     elif state is not None:
-        qts = tuple(state.profile.queue_types) or (None,)
+        qts = tuple(n for n, q in state.profile.queue_types.items() if q.runs) or (None,)
     else:
         qts = ("classic", "quorum")
     metafunc.parametrize("queue_type", qts, ids=[q or "default" for q in qts])

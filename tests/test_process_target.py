@@ -156,3 +156,17 @@ def test_lavinmq_container_definition_pins_the_official_image() -> None:
         with pytest.raises(TargetError, match="not an image tag"):
             make_target("lavinmq:../../x")
     assert os.sep not in d["version"]
+
+
+@needs_entry_points
+def test_a_queue_type_with_catalogue_false_is_not_run(tmp_path: Path) -> None:
+    """The LavinMQ profiles document stream queues but run the catalogue on classic only (judged here
+    against the local RabbitMQ under --profile lavinmq-2.4: the mechanism, not LavinMQ's verdicts)."""
+    if not Path("/usr/lib/rabbitmq/bin/rabbitmq-server").exists():
+        pytest.skip("rabbitmq-server is not installed")
+    out = tmp_path / "run"
+    proc = run_cli("run", "--target", "process:targets/rabbitmq.yaml", "--profile", "lavinmq-2.4", "-r", "ACK-MULTIPLE-UP-TO-TAG",
+                   "--area", "ack", "--out", str(out), timeout=90)
+    assert proc.returncode in (0, 1), proc.stdout[-1500:] + proc.stderr[-1500:]
+    recs = list(read_results(out))
+    assert recs and {r["queue_type"] for r in recs} == {"classic"} and read_run(out)["profile"] == "lavinmq-2.4"

@@ -89,3 +89,13 @@ def test_valid_values_of_every_kind_load() -> None:
     }}
     p = parse_profile(yaml.safe_load(yaml.safe_dump(data)), "p.yaml")
     assert p.entry("delivery-limit.default").value == 20
+
+
+def test_cli_lists_every_profile_key() -> None:
+    from tests.test_e2e_rabbitmq import run_cli
+
+    proc = run_cli("list", "--profile-keys", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for spec in profile_keys().values():
+        assert f"{spec.name}  [{spec.kind}]" in proc.stdout
+        assert all(value in proc.stdout for value in spec.values)

@@ -117,3 +117,11 @@ def test_the_other_lavinmq_entries_judge_both_ways(version: str) -> None:
     assert verdict("TestPrefetchScope", SCOPE_SHARED, version) is Outcome.PASS
     assert verdict("TestPrefetchScope", {**SCOPE_OWN, "variant": "global-true"}, version) is Outcome.FAIL
     assert verdict("TestDefaultLimit", looped("reject", counted(25, None), False, 25, default="none"), version) is Outcome.PASS
+
+
+def test_queue_types_classic_runs_and_stream_is_documented_only() -> None:
+    for p in LAVIN:
+        assert p.queue_types["classic"].runs and p.queue_types["classic"].arguments == {}
+        stream = p.queue_types["stream"]
+        assert not stream.runs and stream.arguments == {"x-queue-type": "stream"} and stream.durable
+        assert "1.2.0" in stream.source and "no requeue" in stream.reason
