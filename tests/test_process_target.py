@@ -170,3 +170,27 @@ def test_a_queue_type_with_catalogue_false_is_not_run(tmp_path: Path) -> None:
     assert proc.returncode in (0, 1), proc.stdout[-1500:] + proc.stderr[-1500:]
     recs = list(read_results(out))
     assert recs and {r["queue_type"] for r in recs} == {"classic"} and read_run(out)["profile"] == "lavinmq-2.4"
+
+
+@needs_entry_points
+def test_an_attached_process_target_restarts_and_kills_and_the_launcher_still_cleans_up() -> None:
+    """xdist workers control the target through its handle; whatever they start, the watchdog stops."""
+    if not Path("/usr/share/proton/examples/python/broker.py").exists():
+        pytest.skip("the Proton example broker is not installed")
+    from conformance.targets import attach_target
+
+    target = make_target("process:targets/proton-example.yaml")
+    target.start()
+    try:
+        port, run_dir, token = target.ports["amqp"], target.dir, target.token
+        other = attach_target(target.handle())
+        assert other.url == target.url and other.can_restart
+        other.kill()
+        assert not amqp10_ready(port) and target.check_alive() is not None
+        other.start()
+        assert amqp10_ready(port) and target.check_alive() is None  # the launcher sees the worker's process
+        other.stop()  # an attached controller leaves the broker running
+        assert amqp10_ready(port)
+    finally:
+        target.stop()
+    assert marked_pids(token) == [] and not run_dir.exists() and not amqp10_ready(port)
