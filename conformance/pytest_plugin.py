@@ -243,7 +243,7 @@ def pytest_configure_node(node: Any) -> None:
     """xdist: workers reuse the controller's target and run id instead of launching their own."""
     state = _state(node.config)
     if state:
-        node.workerinput["conformance_url"] = state.url
+        node.workerinput["conformance_url"] = str.__str__(state.url)  # execnet sends plain str only; the worker wraps it again
         node.workerinput["conformance_run_id"] = state.run_id
         handle = state.target.handle() if state.target is not None else None
         node.workerinput["conformance_target"] = json.dumps(handle) if handle else ""
