@@ -154,6 +154,7 @@ class ProcessTarget(Target):
 
     def _note(self, text: str) -> None:
         """A line in the broker log marking what the suite did (start, stop, kill -9)."""
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with os.fdopen(os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a") as f:
             f.write(f"==== conformance {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: {text}\n")
 
