@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--area", help="only this area")
     ls.add_argument("--level", choices=[lv.lower() for lv in LEVELS] + list(LEVELS), help="only this level")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
+    ls.add_argument("--profile-keys", action="store_true", help="print the profile keys the cases read, their values and meaning")  # profile-keys
     ls.set_defaults(func=cmd_list)
     return p
 
@@ -100,6 +101,11 @@ def target_options(p: argparse.ArgumentParser, *, out: str) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     from conformance.cases import all_cases
 
+    if args.profile_keys:  # profile-keys: the documented schema (conformance/profile_keys.yaml)
+        from conformance.profile_keys import render_keys
+
+        print(render_keys())
+        return EXIT_OK
     check_selection(areas=[args.area] if args.area else [])
     reqs = select(area=args.area, level=args.level)
     cases: dict[str, list[str]] = {}

@@ -23,6 +23,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from conformance.errors import UsageError
+from conformance.profile_keys import entry_problem
+
+#: The top-level keys a profile file may have.
+PROFILE_FIELDS = ("id", "title", "checked", "match", "queue_types", "entries", "deviations", "unsupported")
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,10 @@ class QueueType:
     durable: bool
     arguments: dict[str, Any]
     source: str
+    #: False for a queue type the profile documents (how it is declared) but the catalogue does not
+    #: run on, e.g. an append-only stream with no requeue or delivery limit to judge; ``reason`` says why.
+    runs: bool = True
+    reason: str = ""
 
 
 @dataclass
@@ -128,6 +136,9 @@ def _documented(items: Any, where: str, with_observed: bool) -> list[Documented]
 def parse_profile(data: Any, origin: str) -> Profile:
     if not isinstance(data, dict):
         raise UsageError(f"{origin}: a profile must be a mapping")
+    unknown = [k for k in data if k not in PROFILE_FIELDS]
+    if unknown:
+        raise UsageError(f"{origin}: unknown field(s) {', '.join(map(str, unknown))}; allowed: {', '.join(PROFILE_FIELDS)}")
     match = _need(data, "match", origin)
     if not isinstance(match, dict):
         raise UsageError(f"{origin}: 'match' must be a mapping")
@@ -150,11 +161,19 @@ def parse_profile(data: Any, origin: str) -> Profile:
         declare = raw.get("declare") or {}
         if not isinstance(declare, dict) or not isinstance(declare.get("arguments") or {}, dict):
             raise UsageError(f"{w}.declare: expected a mapping (durable, arguments: a mapping)")
+        unknown = [k for k in raw if k not in ("declare", "source", "catalogue", "reason")]
+        if unknown:
+            raise UsageError(f"{w}: unknown key(s) {', '.join(map(str, unknown))}; allowed: declare, source, catalogue, reason")
+        runs = raw.get("catalogue", True)
+        if runs not in (True, False):
+            raise UsageError(f"{w}.catalogue: expected true or false")
         qts[name] = QueueType(
             name=name,
             durable=bool(declare.get("durable", True)),
             arguments=dict(declare.get("arguments") or {}),
             source=str(_need(raw, "source", w)),
+            runs=runs,
+            reason="" if runs else str(_need(raw, "reason", w)),
         )
     entries: dict[str, dict[str | None, Entry]] = {}
     for key, raw in (data.get("entries") or {}).items():
@@ -172,6 +191,10 @@ def parse_profile(data: Any, origin: str) -> Profile:
             by_qt[qt] = Entry(sub["value"], str(_need(sub, "source", f"{w}.by_queue_type.{qt}")))
         if not by_qt:
             raise UsageError(f"{w}: no value")
+        for qt, e in by_qt.items():
+            problem = entry_problem(str(key), e.value)
+            if problem:
+                raise UsageError(f"{w}{'' if qt is None else f'.by_queue_type.{qt}'}: {problem}")
         entries[key] = by_qt
     return Profile(
         id=str(_need(data, "id", origin)),

@@ -162,7 +162,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 target = attach_target(json.loads(worker["conformance_target"]))
         else:
             handle = config.getoption("--attach-target")
-            target = attach_target(json.loads(handle)) if handle else make_target(spec)
+            results_dir = config.getoption("--results-dir")  # a launched target may keep its log there
+            target = attach_target(json.loads(handle)) if handle else make_target(spec, **({"run_dir": results_dir} if results_dir else {}))
             if not handle:
                 target.start()
             url, run_id = SecretUrl(target.url), uuid.uuid4().hex[:12]
@@ -242,7 +243,7 @@ def pytest_configure_node(node: Any) -> None:
     """xdist: workers reuse the controller's target and run id instead of launching their own."""
     state = _state(node.config)
     if state:
-        node.workerinput["conformance_url"] = state.url
+        node.workerinput["conformance_url"] = str.__str__(state.url)  # execnet sends plain str only; the worker wraps it again
         node.workerinput["conformance_run_id"] = state.run_id
         handle = state.target.handle() if state.target is not None else None
         node.workerinput["conformance_target"] = json.dumps(handle) if handle else ""
@@ -312,7 +313,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if cls.queue_types is not None:
         qts = cls.queue_types
     elif state is not None:
-        qts = tuple(state.profile.queue_types) or (None,)
+        qts = tuple(n for n, q in state.profile.queue_types.items() if q.runs) or (None,)
     else:
         qts = ("classic", "quorum")
     metafunc.parametrize("queue_type", qts, ids=[q or "default" for q in qts])

@@ -8,6 +8,7 @@ group and are picked by name; anything that looks like a URL becomes an :class:`
 from __future__ import annotations
 
 import abc
+import inspect
 import socket
 import time
 from dataclasses import dataclass, field
@@ -121,6 +122,14 @@ def attach_target(handle: dict[str, str]) -> Target:
     return launchers[name](attach=handle["node_dir"])
 
 
+def _accepted(launcher: Callable[..., Target], options: dict[str, str]) -> dict[str, str]:
+    """The options a launcher takes (all of them if it takes **kwargs): a third party's need not know run_dir."""
+    params = inspect.signature(launcher).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return options
+    return {k: v for k, v in options.items() if k in params}
+
+
 def make_target(spec: str, **options: str) -> Target:
     """Turn a ``--target`` value into a :class:`Target` (not yet started)."""
     if looks_like_url(spec):
@@ -129,7 +138,11 @@ def make_target(spec: str, **options: str) -> Target:
             raise TargetError(f"target URL {redact(spec)!r} has no scheme")
         return ExternalTarget(name=redact(spec), url=SecretUrl(spec))
     launchers = available_launchers()
-    if spec not in launchers:
-        known = ", ".join(sorted(launchers)) or "none installed"
-        raise TargetError(f"unknown target {spec!r}: give a URL (amqp://...) or one of: {known}")
-    return launchers[spec](**options)
+    if spec in launchers:
+        return launchers[spec](**_accepted(launchers[spec], options))
+    # NAME:ARG - a launcher that takes an argument (process:targets/lavinmq.yaml, lavinmq:2.9.1).
+    name, _, arg = spec.partition(":")
+    if arg and name in launchers and "arg" in inspect.signature(launchers[name]).parameters:
+        return launchers[name](arg=arg, **_accepted(launchers[name], options))
+    known = ", ".join(sorted(launchers)) or "none installed"
+    raise TargetError(f"unknown target {spec!r}: give a URL (amqp://...), one of: {known}, or NAME:ARG for a launcher taking an argument")

@@ -34,7 +34,7 @@ def test_selection_by_product_and_version() -> None:
     assert select_profile("RabbitMQ", "4.3.0", "amqp-0-9-1").id == "rabbitmq-4.3"
     # A version no product profile covers falls back to the spec-only baseline, never to a wrong vendor profile.
     assert select_profile("RabbitMQ", "5.0.0", "amqp-0-9-1").id == "amqp-0-9-1"
-    assert select_profile("LavinMQ", "2.9.0", "amqp-0-9-1").id == "amqp-0-9-1"
+    assert select_profile("LavinMQ", "0.9.0", "amqp-0-9-1").id == "amqp-0-9-1"
 
 
 RABBIT_IDS = ("rabbitmq-3.10", "rabbitmq-3.12", "rabbitmq-3.13", "rabbitmq-4.0", "rabbitmq-4.3")

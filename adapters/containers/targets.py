@@ -1,4 +1,4 @@
-"""AMQP 1.0 brokers that run only as containers here (Qpid Broker-J, ActiveMQ Artemis).
+"""Brokers that run only as containers here (Qpid Broker-J, ActiveMQ Artemis, LavinMQ).
 
 ``--target qpid-broker-j`` / ``--target activemq-artemis`` start the image named in docker/<name>/
 through testcontainers and connect the proton adapter to its AMQP port. Without a Docker engine the
@@ -7,6 +7,7 @@ target fails at once with a one-line reason (no engine here: run against an exte
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,8 @@ class ContainerTarget(Target):
         except ImportError as exc:
             raise TargetError(f"target {self.name} needs testcontainers (pip install 'broker-conformance[containers]'): {exc}") from None
         try:
-            c = DockerContainer(d["image"])
+            image = f"{d['image']}:{d['version']}" if d.get("version") else d["image"]
+            c = DockerContainer(image)
             for k, v in (d.get("environment") or {}).items():
                 c = c.with_env(k, str(v))
             c = c.with_exposed_ports(int(d["amqp_port"]))
@@ -57,10 +59,15 @@ class ContainerTarget(Target):
             self._container = None
 
 
-def _load(name: str) -> ContainerTarget:
+def _load(name: str, version: str | None = None) -> ContainerTarget:
     path = DOCKER_DIR / name / "target.yaml"
     definition = yaml.safe_load(path.read_text())
-    return ContainerTarget(name=name, definition=definition)
+    if version:
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", version):
+            raise TargetError(f"target {name}:{version}: not an image tag (e.g. {name}:{definition.get('version', '1.0.0')})")
+        definition["version"] = version
+    label = f"{name}:{definition['version']}" if definition.get("version") else name
+    return ContainerTarget(name=label, definition=definition)
 
 
 def broker_j(**_: object) -> ContainerTarget:
@@ -69,3 +76,8 @@ def broker_j(**_: object) -> ContainerTarget:
 
 def artemis(**_: object) -> ContainerTarget:
     return _load("activemq-artemis")
+
+
+def lavinmq(arg: str | None = None, **_: object) -> ContainerTarget:
+    """``--target lavinmq`` (the version pinned in docker/lavinmq/target.yaml) or ``lavinmq:<version>``."""
+    return _load("lavinmq", arg)
