@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, TypeVar
 import pika
 import pika.exceptions as px
 from pika.adapters.blocking_connection import BlockingChannel
+from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
 from conformance.api import (
     AckMode,
@@ -299,13 +300,13 @@ class PikaConnection(Connection):
         self.no_reply: NoReply | None = None
         self.cut_reason = "connection was cut by the suite"
         try:
-            with liveness.inflight("connection open", "connection.open-ok"):
+            with liveness.inflight("connection.open", "connection.open-ok"):
                 self.pika = pika.BlockingConnection(params)
         except px.ProbableAuthenticationError as exc:
             raise AdapterError(f"authentication refused: {exc!r}") from exc
-        except (px.AMQPConnectionError, OSError) as exc:
+        except (px.AMQPConnectionError, AMQPConnectorException, OSError) as exc:
             if _timed_out(exc):  # TCP accepted, the AMQP handshake never completed
-                raise NoReply("connection open (protocol header, start-ok, tune-ok, open)", "connection.open-ok", timeout) from exc
+                raise NoReply("connection.open", "connection.open-ok", timeout) from exc
             raise ConnectionLost(f"cannot connect: {exc!r}") from exc
         props = {k: _text(v) if isinstance(v, bytes) else v for k, v in self.pika._impl.server_properties.items()}
         self.server = ServerInfo(
