@@ -135,6 +135,20 @@ def test_health_probe_tells_an_answering_target_from_a_silent_one(rabbit) -> Non
         proxy.close()
 
 
+@pytest.mark.parametrize("mutation", [None, "delivery-duplicated", "acks-dropped", "durable-flipped"])
+def test_preflight_holds_on_rabbitmq_and_through_mutations_it_is_not_about(rabbit, mutation: str | None) -> None:
+    """The self-test runs every mutation with the preflight in front: a mutation about one rule must
+    not block the cases that are to catch it."""
+    proxy = IsolatedFaultProxy.for_url(rabbit.url, mutation=mutation).start() if mutation else None
+    try:
+        checks = preflight.run_preflight(PikaAdapter(), proxy.url(rabbit.url) if proxy else rabbit.url)
+    finally:
+        if proxy:
+            proxy.close()
+    assert [c.assumption for c in checks] == list(preflight.NEEDED_BY)
+    assert all(c.ok for c in checks), preflight.render(checks)
+
+
 # -- the ack and nack areas through each hostile mode --------------------------------------------
 
 #: mode -> extra requirements selected beside the ack and nack areas (the one the mode is about)
