@@ -304,7 +304,11 @@ class CaseContext:
         out: list[Delivery] = []
         end = time.monotonic() + timeout
         while True:
-            d = consumer.next(max(0.0, end - time.monotonic()))
+            try:
+                d = consumer.next(max(0.0, end - time.monotonic()))
+            except OperationTimeout:  # the broker withheld the sentinel: an observation, judged as missing
+                raise DeliveriesMissing(queue, len(out) + 1, [x.message_id or "" for x in out], timeout,
+                                        [*(x.message_id or "" for x in out), sentinel]) from None
             if d.message_id == sentinel:
                 self.last_sentinel = d
                 return out

@@ -85,12 +85,13 @@ class NoReply(ConnectionLost):
         self.seconds = seconds
 
 
-class DeliveriesMissing(ConformanceError):
+class DeliveriesMissing(OperationTimeout):
     """Deliveries a scenario waited for did not arrive within its explicit window.
 
     Not the suite's breakage: an observation about the broker (a lost or withheld message) that a
     verdict judges (:func:`conformance.liveness.missing_verdict`), once a health probe showed the
-    target still answers."""
+    target still answers. A timeout still, so a scenario that expects the broker to be unavailable
+    (after kill -9) and catches OperationTimeout keeps its own judgement."""
 
     def __init__(self, queue: str, wanted: int, arrived: list[str], window_s: float, expected_ids: list[str] | None = None) -> None:
         got = ", ".join(arrived) or "nothing"
