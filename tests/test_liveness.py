@@ -201,3 +201,20 @@ def test_a_hostile_target_ends_the_run_quickly_with_named_findings(rabbit, tmp_p
     else:
         assert not [r for r in records if r["verdict"] in ("error", "blocked")], tail
         assert all(c["ok"] for c in run_json["preflight"])
+
+
+def test_the_case_deadline_names_the_operation_it_interrupted() -> None:
+    class Failed(BaseException):  # pytest-timeout raises pytest's Failed outcome inside the wait
+        pass
+
+    liveness.clear_interrupted()
+    with pytest.raises(ConnectionError):
+        with liveness.inflight("queue.declare", "queue.declare-ok"):
+            raise ConnectionError("a client library's own error is not the deadline")
+    assert liveness.deadline_text(30) is None
+    with pytest.raises(Failed):
+        with liveness.inflight("tx.commit", "tx.commit-ok"):
+            raise Failed()
+    text = liveness.deadline_text(30)
+    assert text is not None and text.startswith("Timeout: case deadline 30s reached in tx.commit: no tx.commit-ok after ")
+    assert liveness.deadline_text(30) is None  # read once
