@@ -295,7 +295,7 @@ class CaseContext:
         self.history.add("suite", "stats", f"{queue} -> {last[0]}")
         return last[0]
 
-    def until_sentinel(self, consumer: Consumer, queue: str, timeout: float = WAIT_S) -> list[Delivery]:
+    def until_sentinel(self, consumer: Consumer, queue: str, timeout: float = DELIVERY_WINDOW_S) -> list[Delivery]:
         """Barrier for a negative check: publish a sentinel to ``queue`` and return what ``consumer``
         receives before it. Whatever the broker held for delivery when the sentinel was enqueued is
         delivered ahead of it, so an empty list proves nothing more was pending."""
@@ -332,7 +332,7 @@ class CaseContext:
                 raise DeliveriesMissing(queue, n, arrived, window, expected) from None
         return out
 
-    def drain(self, queue: str, timeout: float = WAIT_S, *, op_timeout: float | None = None) -> list[Delivery]:
+    def drain(self, queue: str, timeout: float = DELIVERY_WINDOW_S, *, op_timeout: float | None = None) -> list[Delivery]:
         """Everything deliverable from ``queue`` now, in delivery order, proven complete by a sentinel.
 
         Call it after a barrier (e.g. :meth:`await_consumers`) so requeues have happened. The drained
