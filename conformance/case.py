@@ -20,9 +20,10 @@ from typing import Any, Callable, ClassVar, cast
 
 from conformance.api import AckMode, Adapter, Connection, Consumer, Delivery, QueueSpec, QueueStats, Session
 from conformance.catalogue import Requirement
-from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout, TargetCannot
+from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, DeliveriesMissing, OperationTimeout, TargetCannot
 from conformance.faults import Fault
 from conformance.history import History, Recorded
+from conformance.liveness import DELIVERY_WINDOW_S
 from conformance.profile import Profile
 from conformance.proxy import ProxyBase
 from conformance.proxy_isolated import IsolatedFaultProxy
@@ -33,6 +34,13 @@ Obs = dict[str, Any]
 
 #: Generous bound on any single wait inside a case; the case deadline bounds the whole.
 WAIT_S = 10.0
+
+
+def sentinel_body(mid: str) -> bytes:
+    """The payload of a sentinel or filler message: ordinary, non-empty bytes. Edge cases of content
+    framing (an empty body, a body larger than frame-max) are requirements of their own
+    (PUBLISH-EMPTY-BODY, PUBLISH-BODY-LARGER-THAN-FRAME-MAX), never a barrier the run relies on."""
+    return f"conformance sentinel {mid}".encode()
 
 
 class Case:
@@ -102,6 +110,9 @@ class CaseContext:
         self._exchanges: list[str] = []
         self._n = 0
         self.last_sentinel: Delivery | None = None
+        #: Set when the target stopped answering: teardown cuts connections and deletes nothing
+        #: (every delete would wait for a reply that never comes).
+        self.skip_cleanup = False
 
     # -- connections -------------------------------------------------------------------------
 
@@ -296,22 +307,44 @@ class CaseContext:
         self.history.add("suite", "stats", f"{queue} -> {last[0]}")
         return last[0]
 
-    def until_sentinel(self, consumer: Consumer, queue: str, timeout: float = WAIT_S) -> list[Delivery]:
+    def until_sentinel(self, consumer: Consumer, queue: str, timeout: float = DELIVERY_WINDOW_S) -> list[Delivery]:
         """Barrier for a negative check: publish a sentinel to ``queue`` and return what ``consumer``
         receives before it. Whatever the broker held for delivery when the sentinel was enqueued is
         delivered ahead of it, so an empty list proves nothing more was pending."""
         sentinel = f"sentinel-{uuid.uuid4().hex[:8]}"
-        self.admin.publish(queue, b"", message_id=sentinel)
+        self.admin.publish(queue, sentinel_body(sentinel), message_id=sentinel)
         out: list[Delivery] = []
         end = time.monotonic() + timeout
         while True:
-            d = consumer.next(max(0.0, end - time.monotonic()))
+            try:
+                d = consumer.next(max(0.0, end - time.monotonic()))
+            except OperationTimeout:  # the broker withheld the sentinel: an observation, judged as missing
+                raise DeliveriesMissing(queue, len(out) + 1, [x.message_id or "" for x in out], timeout,
+                                        [*(x.message_id or "" for x in out), sentinel]) from None
             if d.message_id == sentinel:
                 self.last_sentinel = d
                 return out
             out.append(d)
 
-    def drain(self, queue: str, timeout: float = WAIT_S, *, op_timeout: float | None = None) -> list[Delivery]:
+    def take(self, consumer: Consumer, n: int, *, window: float = DELIVERY_WINDOW_S,
+             expected: list[str] | None = None) -> list[Delivery]:
+        """``n`` deliveries the broker owes ``consumer`` (messages already in its queue), within one
+        explicit ``window``. Fewer is an observation, not the suite's error: DeliveriesMissing
+        carries what arrived (and, given ``expected`` ids, what did not) to the verdict."""
+        out: list[Delivery] = []
+        end = time.monotonic() + window
+        while len(out) < n:
+            try:
+                out.append(consumer.next(max(0.0, end - time.monotonic())))
+            except OperationTimeout:
+                arrived = [d.message_id or "" for d in out]
+                queue = getattr(consumer, "queue", None) or "the queue"
+                self.history.add("suite", "take", f"{n} deliveries from {queue}",
+                                 error=f"{len(out)} arrived within {window:g}s: {arrived}")
+                raise DeliveriesMissing(queue, n, arrived, window, expected) from None
+        return out
+
+    def drain(self, queue: str, timeout: float = DELIVERY_WINDOW_S, *, op_timeout: float | None = None) -> list[Delivery]:
         """Everything deliverable from ``queue`` now, in delivery order, proven complete by a sentinel.
 
         Call it after a barrier (e.g. :meth:`await_consumers`) so requeues have happened. The drained
@@ -359,7 +392,7 @@ class CaseContext:
         if interrupted:
             self._cut_all()
         try:
-            if self._queues or self._exchanges:
+            if (self._queues or self._exchanges) and not self.skip_cleanup:
                 admin = self.admin
                 for q in self._queues:
                     admin.delete_queue(q)

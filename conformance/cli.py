@@ -308,7 +308,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def exit_code(records: list[dict[str, Any]]) -> int:
     if any(r["level"] == "MUST" and r["verdict"] == "fail" for r in records):
         return EXIT_FAIL
-    if not records or any(r["verdict"] == "error" for r in records):
+    if not records or any(r["verdict"] in ("error", "blocked") for r in records):  # blocked: issue 16
         return EXIT_USAGE
     return EXIT_OK
 
@@ -351,7 +351,7 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
     from rich.table import Table
 
     console = Console(stderr=False)
-    verdicts = ("pass", "fail", "deviation", "unsupported", "undocumented", "error")
+    verdicts = ("pass", "fail", "deviation", "unsupported", "undocumented", "error", "blocked")
     from conformance.mutations import alters
 
     mutated = (run.get("mutation") or {}).get("spec") if isinstance(run.get("mutation"), dict) else None
@@ -369,7 +369,7 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
     console.print(table)
     _print_pass_rates(console, records)
     for r in records:
-        if r["verdict"] in ("fail", "error", "deviation"):
+        if r["verdict"] in ("fail", "error", "blocked", "deviation"):
             console.print(f"[bold]{r['verdict'].upper()}[/bold] {r['requirement']} [{r['level']}] {r.get('queue_type') or ''} {r.get('variant') or ''}".rstrip())
             console.print(f"  Expected: {r['expected']}\n  Actual:   {r['observed']}", markup=False, highlight=False)
     if run.get("target_dead"):

@@ -67,3 +67,37 @@ class ChannelClosed(ConformanceError):
         self.code = code
         self.text = text
         self.hard = hard
+
+
+# --- liveness (issue 16): errors that name the operation and the reply that never came -----------
+
+class NoReply(ConnectionLost):
+    """A synchronous operation got no reply within its deadline; the suite cut the connection.
+
+    The text names the protocol operation and the reply that did not come ("queue.declare: no
+    queue.declare-ok within 5s"), so a silent broker is reported in protocol terms, never as a
+    client library's source line."""
+
+    def __init__(self, operation: str, reply: str, seconds: float) -> None:
+        super().__init__(f"{operation}: no {reply} within {seconds:g}s (connection cut by the suite)")
+        self.operation = operation
+        self.reply = reply
+        self.seconds = seconds
+
+
+class DeliveriesMissing(OperationTimeout):
+    """Deliveries a scenario waited for did not arrive within its explicit window.
+
+    Not the suite's breakage: an observation about the broker (a lost or withheld message) that a
+    verdict judges (:func:`conformance.liveness.missing_verdict`), once a health probe showed the
+    target still answers. A timeout still, so a scenario that expects the broker to be unavailable
+    (after kill -9) and catches OperationTimeout keeps its own judgement."""
+
+    def __init__(self, queue: str, wanted: int, arrived: list[str], window_s: float, expected_ids: list[str] | None = None) -> None:
+        got = ", ".join(arrived) or "nothing"
+        super().__init__(f"{wanted} deliveries from {queue} within {window_s:g}s: {len(arrived)} arrived ({got})")
+        self.queue = queue
+        self.wanted = wanted
+        self.arrived = arrived
+        self.window_s = window_s
+        self.expected_ids = expected_ids

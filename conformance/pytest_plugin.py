@@ -27,8 +27,9 @@ from conformance import allure_results
 from conformance.api import Adapter, adapter_for
 from conformance.case import Case, CaseContext
 from conformance.catalogue import LEVELS, Requirement, catalogue_digest, check_selection, requirement
-from conformance.errors import ConformanceError, ConnectionLost, TargetError, Unsupported, UsageError
+from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, TargetError, Unsupported, UsageError
 from conformance.history import History
+from conformance import liveness, preflight  # issue 16: preflight, health probe, missing deliveries
 from conformance.mutations import alters, make as make_mutation
 from conformance.profile import Profile, check_profile_option, profile_digest, select_profile
 from conformance.proxy_isolated import IsolatedFaultProxy
@@ -81,6 +82,8 @@ class RunState:
     mutation: str | None = None
     #: Why the run ended early (an internal error, an interrupt); None while it goes on or finished.
     abort_cause: str | None = None
+    #: The suite's assumptions checked before the catalogue (conformance.preflight).
+    preflight: list[preflight.Check] = field(default_factory=list)
 
     @property
     def lock_path(self) -> str:
@@ -197,6 +200,22 @@ def pytest_configure(config: pytest.Config) -> None:
         attached=bool(config.getoption("--attach-target")),
         mutation=config.getoption("--mutation"),
     )
+    # --- issue 16: preflight (controller runs it once; workers get its records) -------------------
+    if worker is not None:
+        state.preflight = preflight.from_records(json.loads(worker.get("conformance_preflight") or "[]"))
+    else:
+        try:
+            state.preflight = preflight.run_preflight(adapter, url)
+        except Exception as exc:  # noqa: BLE001 - the suite's own breakage: one line, nothing left running
+            if mutation_proxy is not None:
+                mutation_proxy.close()
+            if target is not None and not state.attached:
+                target.stop()
+            message = scrub(f"preflight could not run: {_one_line(exc)}")
+            _abort_record(config, message)
+            raise pytest.UsageError(message) from None
+        print(scrub(preflight.render(state.preflight)))
+    # --- end issue 16 ---------------------------------------------------------------------------
     config.stash[STATE_KEY] = state
     if worker is None:
         allure_results.environment(getattr(config.option, "allure_report_dir", None), state.meta())
@@ -212,6 +231,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 "repeat": config.getoption("--repeat"),
                 # "running" until the run ends: a run.json that still says so belongs to a killed run
                 "status": "running",
+                "preflight": [c.as_record() for c in state.preflight],  # issue 16
             }
         )
 
@@ -247,6 +267,7 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput["conformance_run_id"] = state.run_id
         handle = state.target.handle() if state.target is not None else None
         node.workerinput["conformance_target"] = json.dumps(handle) if handle else ""
+        node.workerinput["conformance_preflight"] = json.dumps([c.as_record() for c in state.preflight])  # issue 16
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -397,13 +418,20 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
         )
 
     if state.dead_cause:
-        finish(Verdict(Outcome.ERROR, "a reachable target", f"target is down: {state.dead_cause}"))
+        # a silent target's cause names itself ("target stopped answering ..."); a gone one is "down"
+        said = state.dead_cause if state.dead_cause.startswith("target ") else f"target is down: {state.dead_cause}"
+        finish(Verdict(Outcome.ERROR, "a reachable target", said))
         item.stash[STASH_RESULT]["brief"] = True  # one line per remaining case: the cause was shown once
         pytest.fail(f"error: target is down since an earlier case: {state.dead_cause}", pytrace=False)
     why = _not_applicable(req, state, queue_type)
     if why:
         finish(why)
         pytest.skip(f"{why.outcome.value}: {why.reason}")
+    blocked = preflight.blocking(state.preflight, req)  # issue 16: at once, never at the deadline
+    if blocked is not None:
+        finish(blocked)
+        raise TargetError(blocked.observed)
+    liveness.clear_interrupted()  # issue 16
     history = History()
     ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=queue_type,
                       variant=variant, history=history, target=state.target)
@@ -424,7 +452,25 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
             cause = probe_tcp(state.url) if state.target is None else (state.target.check_alive())
             if cause:
                 state.dead_cause = cause
+        # --- issue 16: a protocol-level health probe after a timeout; a missing delivery is a verdict
+        judged = liveness.Judgement(None, None) if cause else liveness.after_scenario_exception(
+            exc, adapter=state.adapter, url=state.url, case_id=item.nodeid, requirement_text=req.text)
+        if judged.dead_cause:
+            state.dead_cause = cause = judged.dead_cause
+        ctx.skip_cleanup = bool(cause)  # a target that stopped answering would stall the cleanup too
+        if judged.verdict is not None and judged.verdict.outcome is not Outcome.ERROR:
+            ctx.close(True)
+            v = apply_profile(judged.verdict, req.id, queue_type, state.profile)
+            finish(v, history, {"missing": liveness.missing_obs(exc)} if isinstance(exc, DeliveriesMissing) else None, ctx.wire_trace())
+            if v.outcome is Outcome.FAIL:
+                pytest.fail(v.render(req.id, req.level), pytrace=False)
+            pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+        # --- end issue 16 ---------------------------------------------------------------------------
         detail = f"{type(exc).__name__}: {exc}" + (f" (target down: {cause})" if cause else "")
+        if type(exc).__name__ == "Failed":  # the case deadline (pytest-timeout): name the operation
+            detail = liveness.deadline_text(item.config.getoption("--case-timeout")) or detail
+        if judged.verdict is not None:
+            detail = judged.verdict.observed
         ctx.close(True)
         finish(Verdict(Outcome.ERROR, req.text, detail, reason="scenario did not complete"), history, trace=ctx.wire_trace())
         raise
@@ -487,6 +533,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if result is None:  # interrupted before a verdict: deadline, or a crash outside the scenario
             req = requirement(type(item.instance).requirement)  # type: ignore[attr-defined]
             text = report.longreprtext.strip().splitlines()[-1] if report.longreprtext else report.outcome
+            text = liveness.deadline_text(item.config.getoption("--case-timeout")) or text  # issue 16
             result = {"requirement": req.id, "level": req.level, "area": req.area, "verdict": Outcome.ERROR.value,
                       "spec_verdict": "n/a", "vendor_verdict": "n/a", "expected": req.text, "observed": text,
                       "reason": "case did not reach a verdict", "queue_type": item.callspec.params.get("queue_type") if hasattr(item, "callspec") else None}

@@ -22,7 +22,7 @@ def one_held(ctx: CaseContext, queue: str | None = None) -> tuple[Session, Deliv
     q = queue or ctx.queue()
     ctx.publish(q, 1)
     session = ctx.session("consumer")
-    return session, session.consume(q, prefetch=10).next(10)
+    return session, ctx.take(session.consume(q, prefetch=10), 1)[0]
 
 
 def settle_and_watch(ctx: CaseContext, n: int, settle: Settle, *, queue: str | None = None) -> Obs:
@@ -38,7 +38,7 @@ def settle_and_watch(ctx: CaseContext, n: int, settle: Settle, *, queue: str | N
     published = ctx.publish(q, n)
     session = ctx.session("consumer")
     consumer = session.consume(q, prefetch=100)
-    held = consumer.take(n, timeout=10)
+    held = ctx.take(consumer, n)
     expected_back, gone = settle(session, held)
     answer = ctx.channel_error(session.sync)
     back: list[Delivery] = []

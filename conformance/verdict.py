@@ -20,6 +20,9 @@ class Outcome(str, enum.Enum):
     UNSUPPORTED = "unsupported"  # the profile says the broker/queue type lacks the feature
     UNDOCUMENTED = "undocumented"  # the spec leaves it to the broker and the profile has no entry
     ERROR = "error"  # the suite or the infrastructure broke, not the broker
+    #: The target broke an assumption the case needs to judge its requirement (conformance.preflight):
+    #: not the suite's breakage and not a judgement of the requirement. Rendered "blocked: <assumption>".
+    BLOCKED = "blocked"
     INDETERMINATE = "indeterminate"
 
 

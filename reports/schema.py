@@ -14,7 +14,7 @@ RESULT_SCHEMAS = ("conformance.result/1",)
 RUN_SCHEMAS = ("conformance.run/1",)
 
 #: Verdicts, worst first: a matrix cell over several cases or repetitions shows the worst.
-VERDICTS = ("fail", "error", "deviation", "undocumented", "unsupported", "pass")
+VERDICTS = ("fail", "error", "blocked", "deviation", "undocumented", "unsupported", "pass")  # blocked: issue 16 (preflight)
 LEVELS = ("MUST", "SHOULD", "MAY", "EXTENSION")
 
 #: (field, Spark type, meaning). Objects (observations, history) are kept as their JSON text.
@@ -27,7 +27,7 @@ RESULT_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("area", "string", "catalogue area (ack, tx, link, ...)"),
     ("queue_type", "string", "queue type the case ran on (classic, quorum) or null"),
     ("variant", "string", "the case's extra parameter, or null"),
-    ("verdict", "string", "pass, fail, deviation, unsupported, undocumented or error"),
+    ("verdict", "string", "pass, fail, deviation, unsupported, undocumented, error or blocked"),
     ("spec_verdict", "string", "the verdict against the specification alone"),
     ("vendor_verdict", "string", "the verdict against the broker's documented behaviour (profile)"),
     ("reason", "string", "why a deviation/unsupported/undocumented (the profile entry)"),

@@ -597,11 +597,37 @@ PERSIST_VIOLATIONS: list[Example] = [
 ]
 
 
+# == publish: content framing edges (issue 16) ======================================================
+
+def framing_obs(mid: str, size: int, *, confirm: str = "basic.ack", delivered: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    sent = {"id": mid, "size": size, "sha": "s1"}
+    return {"published": sent, "confirm": confirm, "delivered": [sent] if delivered is None else delivered}
+
+
+FRAMING_GOOD = [
+    *everywhere("TestEmptyBody", "confirmed-and-routed", framing_obs("m-empty", 0)),
+    *everywhere("TestBodyLargerThanFrameMax", "reassembled", framing_obs("m-large", 394217)),
+]
+SHOWS.update({
+    "TestEmptyBody:never-confirmed-nor-routed": "no basic.ack",
+    "TestEmptyBody:confirmed-not-routed": "delivered before the sentinel: []",
+    "TestBodyLargerThanFrameMax:altered": "got [s2]",
+    "TestBodyLargerThanFrameMax:nacked": "basic.nack",
+})
+FRAMING_VIOLATIONS = [
+    Example("TestEmptyBody", "never-confirmed-nor-routed",
+            framing_obs("m-empty", 0, confirm="basic.publish: no basic.ack (publisher confirm) within 5s", delivered=[])),
+    Example("TestEmptyBody", "confirmed-not-routed", framing_obs("m-empty", 0, delivered=[])),
+    Example("TestBodyLargerThanFrameMax", "altered", framing_obs("m-large", 394217, delivered=[{"id": "m-large", "size": 394217, "sha": "s2"}])),
+    Example("TestBodyLargerThanFrameMax", "nacked", framing_obs("m-large", 394217, confirm="publish not confirmed: basic.nack")),
+]
+
+
 # == the tables =====================================================================================
 
-AREAS_GOOD: list[Example] = [*NACK_GOOD, *REQUEUE_GOOD, *LIMIT_GOOD, *DLX_GOOD, *PREFETCH_GOOD, *PERSIST_GOOD]
+AREAS_GOOD: list[Example] = [*NACK_GOOD, *REQUEUE_GOOD, *LIMIT_GOOD, *DLX_GOOD, *PREFETCH_GOOD, *PERSIST_GOOD, *FRAMING_GOOD]
 AREAS_VIOLATIONS: list[Example] = [*NACK_VIOLATIONS, *REQUEUE_VIOLATIONS, *LIMIT_VIOLATIONS, *DLX_VIOLATIONS, *PREFETCH_VIOLATIONS,
-                                   *PERSIST_VIOLATIONS]
+                                   *PERSIST_VIOLATIONS, *FRAMING_VIOLATIONS]
 
 
 @pytest.mark.parametrize("ex", [e.param() for e in AREAS_GOOD])

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, TypeVar
 import pika
 import pika.exceptions as px
 from pika.adapters.blocking_connection import BlockingChannel
+from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
 from conformance.api import (
     AckMode,
@@ -30,7 +31,8 @@ from conformance.api import (
     ServerInfo,
     Session,
 )
-from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout, Unsupported
+from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, NoReply, OperationTimeout, Unsupported
+from conformance import liveness
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,8 +40,34 @@ F = TypeVar("F", bound=Callable[..., Any])
 BARRIER_EXCHANGE = "amq.direct"
 
 #: Longest any single blocking operation may wait for the broker before the socket is cut. pika's
-#: blocking calls have no deadline of their own, so without this a silent broker hangs the run.
-OP_TIMEOUT_S = 30.0
+#: blocking calls have no deadline of their own, so without this a silent broker hangs the run. Well
+#: under the case deadline, so a silent broker is named by the operation that stalled (and probed
+#: for liveness) before the case deadline fires; a local broker answers any of these in milliseconds.
+OP_TIMEOUT_S = 10.0
+
+#: Adapter method -> (the AMQP 0-9-1 method it sends, the reply the blocking call waits for). An
+#: expired wait is reported in these terms: "queue.declare: no queue.declare-ok within 10s".
+OPS: dict[str, tuple[str, str]] = {
+    "session": ("channel.open", "channel.open-ok"),
+    "declare_queue": ("queue.declare", "queue.declare-ok"),
+    "delete_queue": ("queue.delete", "queue.delete-ok"),
+    "queue_stats": ("queue.declare (passive)", "queue.declare-ok"),
+    "enable_confirms": ("confirm.select", "confirm.select-ok"),
+    "publish": ("basic.publish", "basic.ack (publisher confirm)"),
+    "consume": ("basic.consume", "basic.consume-ok"),
+    "get": ("basic.get", "basic.get-ok or basic.get-empty"),
+    "recover": ("basic.recover", "basic.recover-ok"),
+    "qos": ("basic.qos", "basic.qos-ok"),
+    "declare_exchange": ("exchange.declare", "exchange.declare-ok"),
+    "delete_exchange": ("exchange.delete", "exchange.delete-ok"),
+    "bind_queue": ("queue.bind", "queue.bind-ok"),
+    "select_tx": ("tx.select", "tx.select-ok"),
+    "commit": ("tx.commit", "tx.commit-ok"),
+    "rollback": ("tx.rollback", "tx.rollback-ok"),
+    "sync": ("exchange.declare (passive, a round trip)", "exchange.declare-ok"),
+    "cancel": ("basic.cancel", "basic.cancel-ok"),
+    "close": ("connection.close", "connection.close-ok"),
+}
 
 
 def _text(value: Any) -> str:
@@ -57,13 +85,15 @@ def translate_unwatched(fn: F) -> F:
 
 
 def _translate(fn: F, *, watch: bool) -> F:
+    op, reply = OPS.get(fn.__name__, (fn.__name__, "reply"))
+
     @functools.wraps(fn)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         conn: PikaConnection = self.connection if hasattr(self, "connection") else self
         if conn.was_cut:
             raise ConnectionLost(conn.cut_reason)
         try:
-            with conn.watchdog(conn.op_timeout if watch else None):
+            with conn.watchdog(conn.op_timeout if watch else None, op, reply), liveness.inflight(op, reply):
                 return fn(self, *args, **kwargs)
         except px.ChannelClosedByBroker as exc:
             raise ChannelClosed(exc.reply_code, _text(exc.reply_text)) from exc
@@ -75,6 +105,8 @@ def _translate(fn: F, *, watch: bool) -> F:
                 raise ChannelClosed(reason.reply_code, _text(reason.reply_text)) from exc
             raise AdapterError(f"channel is not open: {exc}") from exc
         except (px.StreamLostError, px.AMQPConnectionError, px.ConnectionWrongStateError, OSError) as exc:
+            if conn.no_reply is not None:
+                raise conn.no_reply from exc
             if conn.expired:
                 raise ConnectionLost(conn.cut_reason) from exc
             raise ConnectionLost(f"connection lost: {exc!r}") from exc
@@ -265,12 +297,16 @@ class PikaConnection(Connection):
         params.stack_timeout = timeout
         self.was_cut = False
         self.expired = False
+        self.no_reply: NoReply | None = None
         self.cut_reason = "connection was cut by the suite"
         try:
-            self.pika = pika.BlockingConnection(params)
+            with liveness.inflight("connection.open", "connection.open-ok"):
+                self.pika = pika.BlockingConnection(params)
         except px.ProbableAuthenticationError as exc:
             raise AdapterError(f"authentication refused: {exc!r}") from exc
-        except (px.AMQPConnectionError, OSError) as exc:
+        except (px.AMQPConnectionError, AMQPConnectorException, OSError) as exc:
+            if _timed_out(exc):  # TCP accepted, the AMQP handshake never completed
+                raise NoReply("connection.open", "connection.open-ok", timeout) from exc
             raise ConnectionLost(f"cannot connect: {exc!r}") from exc
         props = {k: _text(v) if isinstance(v, bytes) else v for k, v in self.pika._impl.server_properties.items()}
         self.server = ServerInfo(
@@ -285,8 +321,9 @@ class PikaConnection(Connection):
         return PikaSession(self)
 
     @contextlib.contextmanager
-    def watchdog(self, seconds: float | None) -> Iterator[None]:
-        """Cut the socket if the wrapped operation has not returned within ``seconds``."""
+    def watchdog(self, seconds: float | None, op: str = "operation", reply: str = "reply") -> Iterator[None]:
+        """Cut the socket if the wrapped operation has not returned within ``seconds``; the
+        operation then raises :class:`NoReply` naming ``op`` and the ``reply`` that never came."""
         if seconds is None or self.was_cut or not self.pika.is_open:
             yield
             return
@@ -296,7 +333,8 @@ class PikaConnection(Connection):
             # loop would wait forever, so shut the socket down instead (RST on pika's own close):
             # pika wakes up, sees the stream end and raises, which translate() maps to ConnectionLost.
             self.expired = True
-            self.cut_reason = f"no answer from the broker within {seconds:.0f}s: connection cut by the suite"
+            self.no_reply = NoReply(op, reply, seconds)
+            self.cut_reason = str(self.no_reply)
             sock = self._socket()
             if sock is not None:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -318,7 +356,7 @@ class PikaConnection(Connection):
         if self.was_cut or not self.pika.is_open:
             return
         try:
-            with self.watchdog(5.0):
+            with self.watchdog(5.0, *OPS["close"]):
                 self.pika.close()
         except (px.ConnectionWrongStateError, px.StreamLostError, OSError):
             pass
@@ -340,6 +378,12 @@ class PikaConnection(Connection):
     @property
     def is_open(self) -> bool:
         return not self.was_cut and self.pika.is_open
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether pika's connection failure was a handshake deadline (not a refusal or a reset)."""
+    text = repr(exc)
+    return any(word in text for word in ("Timeout", "timed out", "timeout"))
 
 
 class PikaAdapter(Adapter):

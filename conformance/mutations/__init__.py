@@ -207,12 +207,21 @@ def make(spec: str) -> Mutation:
 
 @dataclasses.dataclass(frozen=True)
 class Expectation:
-    """Which requirements a mutation must break (``breaks``) and may break as well (``may_break``)."""
+    """Which requirements a mutation must break (``breaks``) and may break as well (``may_break``).
+
+    A *hostile* mode (``hostile: true``, issue 16) emulates a broker that stalls the suite rather
+    than violating one rule (a target that stops answering, deliveries withheld). It is not part of
+    the self-test's kill matrix (no ``breaks``, so the self-test leaves it out of scope); instead a
+    run through it must end quickly, fail the requirements under ``must_fail`` and name each text
+    under ``must_name`` in some record (tests/test_liveness.py)."""
 
     mutation: str
     breaks: tuple[str, ...]
     may_break: tuple[str, ...]
     why: str
+    hostile: bool = False
+    must_fail: tuple[str, ...] = ()
+    must_name: tuple[str, ...] = ()
 
 
 def expectations(path: Path = EXPECTATIONS_FILE) -> dict[str, Expectation]:
@@ -228,6 +237,14 @@ def expectations(path: Path = EXPECTATIONS_FILE) -> dict[str, Expectation]:
     out: dict[str, Expectation] = {}
     for spec, entry in raw["mutations"].items():
         make(spec)  # the operator exists
+        if isinstance(entry, dict) and entry.get("hostile"):
+            fails, names = tuple(entry.get("must_fail") or ()), tuple(entry.get("must_name") or ())
+            if not entry.get("why") or not (fails or names) or entry.get("breaks"):
+                raise UsageError(f"{path}: hostile mode {spec!r} needs 'why' and 'must_fail' or 'must_name' (and no 'breaks')")
+            for rid in fails:
+                requirement(rid)
+            out[spec] = Expectation(spec, (), (), str(entry["why"]).strip(), True, fails, names)
+            continue
         if not isinstance(entry, dict) or not entry.get("breaks") or not entry.get("why"):
             raise UsageError(f"{path}: mutation {spec!r} needs 'breaks' (requirement ids) and 'why'")
         breaks, may = tuple(entry["breaks"]), tuple(entry.get("may_break") or ())

@@ -636,3 +636,105 @@ class TornPublishCompleted(Mutator):
         self.assembler.open.clear()
         return out
 
+
+
+# -- content framing edges and hostile modes (issue 16) -------------------------------------------
+
+class _ConfirmRenumbering(Mutator):
+    """Keeps publisher confirms consistent for the client when publishes are discarded: the broker
+    numbers only what it received, so its confirms are shifted past the discarded sequence numbers
+    (which the client never sees confirmed)."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.confirming: set[int] = set()
+        self.seq: dict[int, int] = {}
+        self.lost: dict[int, list[int]] = {}
+
+    def publish_seq(self, channel: int) -> int:
+        self.seq[channel] = self.seq.get(channel, 0) + 1
+        return self.seq[channel]
+
+    def confirm(self, frame: Frame) -> list[bytes] | None:
+        if frame.name not in ("basic.ack", "basic.nack") or not self.lost.get(frame.channel):
+            return None
+        v = decode(frame)
+        shift = 0
+        for seq in sorted(self.lost[frame.channel]):
+            if seq <= v.delivery_tag + shift:
+                shift += 1
+        if not shift:
+            return None
+        v.delivery_tag += shift
+        return [encode(v, frame.channel)]
+
+
+@operator("empty-body-ignored", P, "discards every publish whose body is empty (content header body-size 0, no body frames): never routed, never confirmed, as a broker seen in the field did")
+class EmptyBodyIgnored(_ConfirmRenumbering):
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.assembler = Assembler(("basic.publish",))
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is S:
+            return self.confirm(frame)
+        if frame.name == "confirm.select":
+            self.confirming.add(frame.channel)
+            return None
+        part, msg = self.assembler.feed(frame)
+        if not part:
+            return None
+        if msg is None:
+            return []  # held until the publish is complete: its header says the body size
+        ch = frame.channel
+        seq = self.publish_seq(ch) if ch in self.confirming else 0
+        if msg.size:
+            return msg.frames
+        if seq:
+            self.lost.setdefault(ch, []).append(seq)
+        self.applied(f"publish with an empty body on channel {ch} discarded" + (f" (confirm #{seq} never sent)" if seq else ""))
+        return []
+
+
+@operator("body-frames-swapped", P, "swaps the first two body frames of a delivery whose body spans several frames (the broker reassembles a large body out of order)")
+class BodyFramesSwapped(DeliveryOperator):
+    def message(self, channel: int, msg: Message) -> list[bytes]:
+        bodies = msg.frames[2:]
+        if len(bodies) < 2 or len(bodies[0]) != len(bodies[1]) or bodies[0] == bodies[1]:
+            return msg.frames
+        self.applied(f"{msg.method.name} delivery_tag {msg.value.delivery_tag} on channel {channel}: body frames 1 and 2 swapped")
+        return [msg.frames[0], msg.frames[1], bodies[1], bodies[0], *bodies[2:]]
+
+
+@operator("deliveries-withheld", P, "withholds every redelivery (redelivered=true) from the client: the broker counts it delivered and unacked, the consumer never sees it (a broker that never makes an expected delivery)")
+class DeliveriesWithheld(DeliveryOperator):
+    def message(self, channel: int, msg: Message) -> list[bytes]:
+        if not msg.value.redelivered:
+            return msg.frames
+        tag = msg.value.delivery_tag
+        if msg.method.name == "basic.get-ok":  # the client waits for an answer to its basic.get
+            self.applied(f"basic.get-ok delivery_tag {tag} (redelivered) on channel {channel} answered as basic.get-empty")
+            return [encode(commands.Basic.GetEmpty(), channel)]
+        self.applied(f"basic.deliver delivery_tag {tag} (redelivered) on channel {channel} withheld")
+        return []
+
+
+@operator("silent-after", P, "after the Nth frame from clients (default 400, counted over every connection) the target stops answering: every frame both ways is swallowed, TCP stays open and new connections are accepted but never answered", default_param="400")
+class SilentAfter(Mutator):
+    """A broker that stops answering (seen after a channel error): TCP still accepts, nothing comes
+    back. The count is shared by every connection through the proxy, so the whole target goes quiet."""
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        m = self.mutation
+        seen = getattr(m, "silent_frames", 0)
+        if sender is C:
+            seen += 1
+            setattr(m, "silent_frames", seen)
+        if seen < _nth(self.param):
+            return None
+        if not getattr(m, "silent_noted", False):
+            setattr(m, "silent_noted", True)
+            self.applied(f"target silent from client frame #{seen} ({frame.name} on channel {frame.channel}) on")
+        else:
+            m.count()
+        return []

@@ -23,7 +23,7 @@ def ack_then_close(ctx: CaseContext, n: int, act: Callable[[Session, list[Delive
     q = ctx.queue()
     published = ctx.publish(q, n)
     session = ctx.session("consumer")
-    held = session.consume(q, prefetch=100).take(n, timeout=10)
+    held = ctx.take(session.consume(q, prefetch=100), n)
     acked = act(session, held)
     answer = ctx.channel_error(session.sync)
     session.close()

@@ -16,7 +16,7 @@ class TestCancelKeepsUnacked(Case):
         published = ctx.publish(q, 2)
         session = ctx.session("consumer")
         consumer = session.consume(q, prefetch=10)
-        held = consumer.take(2, timeout=10)
+        held = ctx.take(consumer, 2)
         # basic.cancel-ok is the barrier: the queue has dropped the consumer. (Not the consumer count:
         # a quorum queue keeps counting a cancelled consumer while it still holds deliveries.)
         consumer.cancel()

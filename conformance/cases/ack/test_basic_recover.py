@@ -16,10 +16,10 @@ class TestRecoverRedelivers(Case):
         published = ctx.publish(q, 3)
         session = ctx.session("consumer")
         consumer = session.consume(q, prefetch=10)
-        held = consumer.take(3, timeout=10)
+        held = ctx.take(consumer, 3)
         session.ack(held[1].tag)
         session.recover(requeue=True)
-        again = consumer.take(2, timeout=10)
+        again = ctx.take(consumer, 2)
         # Anything recover wrongly resent (the acked message) arrives before this sentinel.
         extra = ctx.until_sentinel(consumer, q)
         return {

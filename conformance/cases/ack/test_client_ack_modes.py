@@ -18,7 +18,7 @@ def acknowledge_third(ctx: CaseContext, scope: AckScope) -> Obs:
     published = ctx.publish(q, 5)
     conn = ctx.connect("consumer")
     session = conn.session()
-    held = session.consume(q, prefetch=10).take(5, timeout=10)
+    held = ctx.take(session.consume(q, prefetch=10), 5)
     session.acknowledge(held[2], scope)
     session.sync()
     conn.cut()

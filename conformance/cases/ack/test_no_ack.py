@@ -16,7 +16,7 @@ class TestAutoAckRemovedOnDelivery(Case):
         q = ctx.queue()
         published = ctx.publish(q, 3)
         conn = ctx.connect("consumer")
-        got = conn.session().consume(q, ack_mode=AckMode.AUTO).take(3, timeout=10)
+        got = ctx.take(conn.session().consume(q, ack_mode=AckMode.AUTO), 3)
         conn.cut()
         ctx.await_consumers(q, 0)
         return {"published": published, "received": [delivery_obs(d) for d in got], "returned": [delivery_obs(d) for d in ctx.drain(q)]}

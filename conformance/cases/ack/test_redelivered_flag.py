@@ -21,7 +21,7 @@ class TestFirstDeliveryNotRedelivered(Case):
         published = ctx.publish(q, 4)
         by_get = ctx.session("getter").get(q)
         consumer = ctx.session("consumer").consume(q, prefetch=10)
-        got = [delivery_obs(d) for d in consumer.take(3, timeout=10)]
+        got = [delivery_obs(d) for d in ctx.take(consumer, 3)]
         return {"published": published, "consumed": got, "fetched": [delivery_obs(by_get)] if by_get else []}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
@@ -47,7 +47,7 @@ def _returns_after_loss(ctx: CaseContext, how: str) -> Obs:
     published = ctx.publish(q, 3)
     conn = ctx.connect("consumer")
     session = conn.session()
-    held = [delivery_obs(d) for d in session.consume(q, prefetch=10).take(3, timeout=10)]
+    held = [delivery_obs(d) for d in ctx.take(session.consume(q, prefetch=10), 3)]
     if how == "cut":
         conn.cut()
     else:
@@ -92,7 +92,7 @@ class TestAckedNeverRedelivered(Case):
         published = ctx.publish(q, 4)
         conn = ctx.connect("consumer")
         session = conn.session()
-        held = session.consume(q, prefetch=10).take(4, timeout=10)
+        held = ctx.take(session.consume(q, prefetch=10), 4)
         acked = [held[1], held[3]]
         for d in acked:
             session.ack(d.tag)

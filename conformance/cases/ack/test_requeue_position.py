@@ -37,9 +37,9 @@ class TestRequeuePosition(Case):
         conn_a, conn_b = ctx.connect("A"), ctx.connect("B")
         sa, sb = conn_a.session(), conn_b.session()
         ca = sa.consume(q, prefetch=1)
-        held_a = ca.next(10)
+        held_a = ctx.take(ca, 1)[0]
         cb = sb.consume(q, prefetch=1)
-        held_b = cb.next(10)
+        held_b = ctx.take(cb, 1)[0]
         if ctx.variant in ("recover", "nack"):
             ca.cancel()
             cb.cancel()

@@ -23,7 +23,7 @@ def after_restart(ctx: CaseContext, q: str, *, kill: bool) -> dict[str, Any]:
     ctx.restart_broker(kill=kill)
     try:
         ctx.await_queue(q, timeout=RECOVERY_S)
-        drained = ctx.drain(q, op_timeout=RECOVERY_S)
+        drained = ctx.drain(q, RECOVERY_S, op_timeout=RECOVERY_S)
         return {"drained": [{"id": d.message_id, "persistent": d.persistent} for d in drained], "unavailable": None}
     except (ConnectionLost, ChannelClosed, OperationTimeout) as exc:
         return {"drained": [], "unavailable": f"{type(exc).__name__}: {exc}"}

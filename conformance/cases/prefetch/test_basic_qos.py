@@ -28,7 +28,7 @@ def catch_up(ctx: CaseContext, q: str, consumer: Consumer, published: int, seen:
     """Receive (and record) everything the broker has dispatched so far."""
     dispatched = published - ctx.stats(q).ready
     while len(seen) < dispatched:
-        d = consumer.next(10)
+        d = ctx.take(consumer, 1)[0]
         seen.append(d)
         events.append(["deliver", d.message_id])
 
@@ -142,7 +142,7 @@ class TestPrefetchZero(Case):
             ctx.wait_for(lambda: ctx.stats(q).ready == 0, f"the broker to hand all {len(ids)} messages to the prefetch-0 consumer")
         except OperationTimeout:
             held_back = ctx.stats(q).ready
-        got = [d.message_id for d in consumer.take(len(ids) - held_back, timeout=10)]
+        got = [d.message_id for d in ctx.take(consumer, len(ids) - held_back)]
         return {"published": ids, "received_without_ack": got, "ready_after": ctx.stats(q).ready}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
@@ -172,13 +172,13 @@ class TestPrefetchScope(Case):
         if obs["consume"]["closed"]:
             return obs
         a = consumers[0]
-        held = a.take(2, timeout=10)
+        held = ctx.take(a, 2)
         b = session.consume(q2)
         ctx.publish(q2, 1, prefix="b")
         obs["b_held_back"] = ctx.stats(q2).ready == 1
         if obs["b_held_back"]:
             session.ack(held[0].tag)
-        obs["b_got"] = b.next(10).message_id
+        obs["b_got"] = ctx.take(b, 1)[0].message_id
         return obs
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:

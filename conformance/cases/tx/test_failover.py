@@ -14,7 +14,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from conformance.case import WAIT_S, Case, CaseContext, Obs
+from conformance.case import WAIT_S, Case, CaseContext, Obs, sentinel_body
 from conformance.clients.failover import FailoverConsumer, FailoverProducer, TransactionRolledBack
 from conformance.faults import Sender, cut
 from conformance.profile import Profile
@@ -48,7 +48,7 @@ class TestFailoverNoLoss(Case):
                     producer_rolled_back += exc.ids
             produced += ids
         sentinel = f"end-{uuid.uuid4().hex[:6]}"
-        ctx.admin.publish(q, b"", message_id=sentinel)
+        ctx.admin.publish(q, sentinel_body(sentinel), message_id=sentinel)
 
         f3 = cproxy.arm(cut("basic.ack", nth=4, connection=1))
         f4 = cproxy.arm(cut("tx.commit-ok", sender=Sender.SERVER, following=f3))

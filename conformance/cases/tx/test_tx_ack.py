@@ -24,7 +24,7 @@ class TestUncommittedAcksDropped(Case):
         conn = ctx.connect("consumer", via=proxy)
         session = conn.session()
         session.select_tx()
-        held = session.consume(q, prefetch=10).take(3, timeout=10)
+        held = ctx.take(session.consume(q, prefetch=10), 3)
         for d in held[:2]:
             session.ack(d.tag)
         session.sync()  # the broker has the two acks, inside the transaction
@@ -57,7 +57,7 @@ class TestCommittedAcksFinal(Case):
         proxy = ctx.proxy()
         session = ctx.session("consumer", via=proxy)
         session.select_tx()
-        held = session.consume(q, prefetch=10).take(3, timeout=10)
+        held = ctx.take(session.consume(q, prefetch=10), 3)
         for d in held[:2]:
             session.ack(d.tag)
         fault = proxy.arm(cut("tx.commit-ok", sender=Sender.SERVER, after=True))
@@ -83,7 +83,7 @@ class TestRollbackDoesNotRedeliver(Case):
         session = ctx.session("consumer")
         session.select_tx()
         consumer = session.consume(q, prefetch=10)
-        held = consumer.take(3, timeout=10)
+        held = ctx.take(consumer, 3)
         for d in held:
             session.ack(d.tag)
         session.rollback()

@@ -26,7 +26,7 @@ class TestCommittedSurvivesKill(Case):
         ctx.restart_broker(kill=True)
         try:
             ctx.await_queue(q, timeout=RECOVERY_S)
-            drained = [delivery_obs(d) for d in ctx.drain(q, op_timeout=RECOVERY_S)]
+            drained = [delivery_obs(d) for d in ctx.drain(q, RECOVERY_S, op_timeout=RECOVERY_S)]
             unavailable = None
         except (ConnectionLost, ChannelClosed, OperationTimeout) as exc:
             drained, unavailable = [], f"{type(exc).__name__}: {exc}"

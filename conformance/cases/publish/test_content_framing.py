@@ -1,0 +1,93 @@
+"""AMQP 0-9-1 content framing at its edges: an empty body, and a body larger than frame-max.
+
+These used to be assumptions hidden in the suite (an empty-bodied sentinel): a broker that never
+confirmed an empty body stalled every case. Now they are requirements of their own, and the
+suite's barriers use ordinary payloads (conformance.case.sentinel_body).
+
+The producer publishes on its own confirming connection whose operations wait at most
+``CONFIRM_WINDOW_S``: a confirm that never comes is an observation ("basic.publish: no basic.ack
+within 5s"), not a stalled case. Whether the message was routed is proven by a sentinel published
+after it on the admin connection: everything the queue held arrives before the sentinel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from conformance.case import Case, CaseContext, Obs
+from conformance.errors import AdapterError, ConnectionLost
+from conformance.liveness import DELIVERY_WINDOW_S
+from conformance.profile import Profile
+from conformance.verdict import Verdict, first_failure, fmt, holds
+
+#: How long the producer waits for the broker's basic.ack of the edge-case publish.
+CONFIRM_WINDOW_S = DELIVERY_WINDOW_S
+#: pika offers frame-max 131072 and a broker may only lower it, so this body needs at least 4 body
+#: frames on any broker reached through the pika adapter (the odd tail checks reassembly).
+LARGE_BODY = 3 * 131072 + 1001
+
+
+def digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()[:16]
+
+
+def publish_edge(ctx: CaseContext, body: bytes, mid: str) -> Obs:
+    q = ctx.queue()
+    producer = ctx.connect("producer", op_timeout=CONFIRM_WINDOW_S).session()
+    producer.enable_confirms()
+    try:
+        producer.publish(q, body, message_id=mid)
+        confirm = "basic.ack"
+    except ConnectionLost as exc:  # NoReply: the confirm never came (the suite cut the connection)
+        confirm = str(exc)
+    except AdapterError as exc:  # basic.nack, or returned unroutable
+        confirm = str(exc)
+    consumer = ctx.session("consumer").consume(q, prefetch=10)
+    before = ctx.until_sentinel(consumer, q)
+    return {
+        "published": {"id": mid, "size": len(body), "sha": digest(body)},
+        "confirm": confirm,
+        "delivered": [{"id": d.message_id, "size": len(d.body or b""), "sha": digest(d.body or b"")} for d in before],
+    }
+
+
+def _short(d: dict[str, object]) -> str:
+    return f"{d['id']} ({d['size']} bytes)"
+
+
+def judge_edge(obs: Obs, what: str) -> Verdict:
+    sent = obs["published"]
+    got = obs["delivered"]
+    routed = f"delivered before the sentinel: {fmt([_short(d) for d in got])}"
+    return first_failure(
+        holds(obs["confirm"] == "basic.ack", expected=f"basic.ack for the publish of {what}",
+              observed=obs["confirm"] if obs["confirm"] == "basic.ack" else f"{obs['confirm']}; {routed}", key="not-confirmed"),
+        holds(
+            got == [sent],
+            expected=f"{what} (message-id {sent['id']}, {sent['size']} bytes) delivered once, unchanged, before the sentinel",
+            observed=routed
+            + ("" if not got or got == [sent] else f"; sent sha {sent['sha']}, got {fmt([d['sha'] for d in got])}"),
+            key="not-routed" if not got else "altered",
+        ),
+    )
+
+
+class TestEmptyBody(Case):
+    requirement = "PUBLISH-EMPTY-BODY"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        return publish_edge(ctx, b"", "m-empty")
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        return judge_edge(obs, "a message with an empty body (body-size 0, no body frames)")
+
+
+class TestBodyLargerThanFrameMax(Case):
+    requirement = "PUBLISH-BODY-LARGER-THAN-FRAME-MAX"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        body = bytes((i * 31 + 7) % 251 for i in range(LARGE_BODY))
+        return publish_edge(ctx, body, "m-large")
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        return judge_edge(obs, f"a message of {LARGE_BODY} bytes (larger than frame-max 131072)")
