@@ -80,7 +80,7 @@ def scores(cells: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
         a["flaky"] += 1 if c.get("flaky") else 0
     out = []
     for a in acc.values():
-        judged = a["pass"] + a["fail"] + a["error"] + a["deviation"]
+        judged = a["pass"] + a["fail"] + a["error"] + a["blocked"] + a["deviation"]
         a["judged"] = judged
         a["score"] = round(a["pass"] / judged, 4) if judged else None
         out.append(a)

@@ -71,7 +71,7 @@ def classify_cell(was: str | None, now: str | None) -> str:
     """The class of one cell from its baseline and current state (None: absent on that side)."""
     if now is None:
         return "vanished"
-    if now == "error":
+    if now in ("error", "blocked"):  # the suite could not decide the cell (infrastructure, a broken assumption)
         return "inconclusive"
     if was is None:
         return "new-and-failing" if now in FAILING else "new"

@@ -15,7 +15,7 @@ from typing import Any
 from reports.schema import LEVELS, VERDICTS
 
 TEMPLATES = Path(__file__).with_name("templates")
-PROBLEM_VERDICTS = ("fail", "error", "deviation")
+PROBLEM_VERDICTS = ("fail", "error", "blocked", "deviation")
 
 
 def _anchor(cell: dict[str, Any]) -> str:
