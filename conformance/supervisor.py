@@ -54,6 +54,19 @@ READY = "ready"
 PING, PONG = b"ping\n", "pong"
 
 
+def exited(pid: int, proc: "subprocess.Popen[bytes] | None" = None) -> bool:
+    """Whether ``pid`` has exited: reaped, gone, or a zombie of whichever process started it.
+
+    ``proc`` is our own handle on it when we started it (then ``poll`` also reaps it)."""
+    if proc is not None and proc.pid == pid:
+        return proc.poll() is not None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
 @dataclass
 class TeardownReport:
     """What a teardown did, for the launcher's log line and the tests."""

@@ -28,7 +28,7 @@ from adapters.process.definition import Definition, load_definition, render
 from adapters.process.handshake import PROBES
 from conformance.errors import TargetError
 from conformance.secrets import SecretUrl, register_url
-from conformance.supervisor import MARKER, Supervisor, SupervisorError, teardown
+from conformance.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
 from conformance.targets import Target, wait_until
 
 STATE = "target.json"
@@ -140,13 +140,8 @@ class ProcessTarget(Target):
         return int(pid) if pid else None
 
     def _gone(self, pid: int) -> bool:
-        if self.proc is not None and self.proc.pid == pid:
-            return self.proc.poll() is not None
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return True
-        return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        """The group leader has exited (reaped, or a zombie of whichever process started it)."""
+        return exited(pid, self.proc)
 
     def running(self) -> bool:
         pid = self._pid()

@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from conformance.errors import TargetError
-from conformance.supervisor import MARKER, Supervisor, SupervisorError, teardown
+from conformance.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
 from conformance.targets import Target, wait_until
 
 DEFAULT_HOME = "/usr/lib/rabbitmq"
@@ -269,13 +269,7 @@ class RabbitMQLocalNode(Target):
 
     def _gone(self, pid: int) -> bool:
         """The group leader has exited (reaped, or a zombie of whichever process started it)."""
-        if self.proc is not None and self.proc.pid == pid:
-            return self.proc.poll() is not None
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return True
-        return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        return exited(pid, self.proc)
 
     def shutdown(self) -> None:
         """Graceful stop (SIGTERM: the node flushes and exits), data kept for a later start."""

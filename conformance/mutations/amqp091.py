@@ -415,6 +415,16 @@ class DeliveryOperator(Mutator):
             return not self.get_no_ack.get(channel, False)
         return not self.no_ack_tags.get(channel, {}).get(msg.value.consumer_tag, False)
 
+    def hidden(self, channel: int, msg: Message, verb: str, note: str = "") -> list[bytes]:
+        """Keep ``msg`` from the client: a consumer sees nothing; a basic.get, whose client waits for
+        an answer, is answered basic.get-empty (the stream stays a valid conversation)."""
+        tag = msg.value.delivery_tag
+        if msg.method.name == "basic.get-ok":
+            self.applied(f"basic.get-ok delivery_tag {tag} (redelivered) on channel {channel} answered as basic.get-empty{note}")
+            return [encode(commands.Basic.GetEmpty(), channel)]
+        self.applied(f"{msg.method.name} delivery_tag {tag} (redelivered) on channel {channel} {verb}{note}")
+        return []
+
     def watch_client(self, frame: Frame) -> None:
         if frame.name == "basic.consume":
             v = decode(frame)
@@ -460,11 +470,7 @@ class DeliverySwallowed(DeliveryOperator):
         tag = msg.value.delivery_tag
         if self.manual(channel, msg):
             self.io.to_server([encode(commands.Basic.Ack(delivery_tag=tag, multiple=False), channel)])
-        if msg.method.name == "basic.get-ok":  # the client waits for an answer to its basic.get
-            self.applied(f"basic.get-ok delivery_tag {tag} (redelivered) on channel {channel} answered as basic.get-empty (acked to the broker)")
-            return [encode(commands.Basic.GetEmpty(), channel)]
-        self.applied(f"{msg.method.name} delivery_tag {tag} (redelivered) on channel {channel} swallowed (acked to the broker)")
-        return []
+        return self.hidden(channel, msg, "swallowed", " (acked to the broker)")
 
 
 @operator("delivery-duplicated", P, "delivers the Nth basic.deliver (default 1st) of each connection twice, the copy under a fresh tag", default_param="1")
@@ -711,12 +717,7 @@ class DeliveriesWithheld(DeliveryOperator):
     def message(self, channel: int, msg: Message) -> list[bytes]:
         if not msg.value.redelivered:
             return msg.frames
-        tag = msg.value.delivery_tag
-        if msg.method.name == "basic.get-ok":  # the client waits for an answer to its basic.get
-            self.applied(f"basic.get-ok delivery_tag {tag} (redelivered) on channel {channel} answered as basic.get-empty")
-            return [encode(commands.Basic.GetEmpty(), channel)]
-        self.applied(f"basic.deliver delivery_tag {tag} (redelivered) on channel {channel} withheld")
-        return []
+        return self.hidden(channel, msg, "withheld")
 
 
 @operator("silent-after", P, "after the Nth frame from clients (default 400, counted over every connection) the target stops answering: every frame both ways is swallowed, TCP stays open and new connections are accepted but never answered", default_param="400")
