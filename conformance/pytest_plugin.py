@@ -27,7 +27,7 @@ from conformance import allure_results
 from conformance.api import Adapter, adapter_for
 from conformance.case import Case, CaseContext
 from conformance.catalogue import LEVELS, Requirement, catalogue_digest, check_selection, requirement
-from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, TargetError, Unsupported, UsageError
+from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, NoReply, OperationTimeout, TargetError, Unsupported, UsageError
 from conformance.history import History
 from conformance import liveness, preflight  # issue 16: preflight, health probe, missing deliveries
 from conformance.mutations import alters, make as make_mutation
@@ -249,6 +249,8 @@ def _probe_server(adapter: Adapter, url: str) -> Any:
     """Connect once to learn product and version; anything but a broker of the protocol is one line."""
     try:
         conn = adapter.connect(url, name="conformance probe")
+    except (OperationTimeout, NoReply) as exc:  # a port that is not a broker, or a silent one
+        raise TargetError(f"target {redact(url)} did not answer as {adapter.protocol} ({_one_line(exc)})") from None
     except ConformanceError:
         raise
     except Exception as exc:  # noqa: BLE001 - a client library's surprise on a port that is not a broker
