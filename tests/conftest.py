@@ -28,3 +28,14 @@ def rabbit() -> Iterator[RabbitMQLocalNode]:
 
 def conformance_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "conformance.cli", *args]
+
+
+#: The longest test files, started first: the suite runs on several xdist workers (pyproject addopts,
+#: ``--dist loadfile``), and the wall time is the longest file's if it starts at once, not last.
+SLOW_FIRST = ("test_selftest.py", "test_trustworthy_outputs.py", "test_e2e_rabbitmq.py", "test_liveness.py",
+              "test_e2e_proton_broker.py", "test_gate.py", "test_process_target.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(SLOW_FIRST)))
