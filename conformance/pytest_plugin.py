@@ -480,6 +480,8 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     finish(v, history, obs, ctx.wire_trace())
     if v.outcome is Outcome.UNDOCUMENTED:
         pytest.skip(f"undocumented: {v.reason}")
+    if v.outcome is Outcome.UNSUPPORTED:  # issue 17: the verdict found the broker untested (e.g. a client-side refusal)
+        pytest.skip(f"unsupported: {v.reason}")
     if v.outcome is Outcome.FAIL:
         # the verdict is the whole story: no traceback of the runner's frames before it
         pytest.fail(v.render(req.id, req.level), pytrace=False)
