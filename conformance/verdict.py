@@ -125,7 +125,8 @@ def apply_profile(v: Verdict, requirement_id: str, queue_type: str | None, profi
     from conformance.catalogue import catalogue
 
     req = catalogue().get(requirement_id)
-    v = spec_scope(v, req.level if req else None)
+    protocol = profile.protocols[0] if len(profile.protocols) == 1 else None
+    v = spec_scope(v, req.level_for(protocol) if req else None)
     if v.outcome is not Outcome.FAIL:
         return v
     doc = profile.deviation(requirement_id, queue_type, v.key)
