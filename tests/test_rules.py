@@ -91,3 +91,29 @@ def test_the_catalogue_obeys_the_rules() -> None:
             assert any(all_rules()[f"{p} {ids[0]}"].level == "MUST" for p, ids in r.rules), r.id
         if not r.rules:
             assert r.level == "EXTENSION", r.id
+
+
+def test_coverage_map_names_covering_requirements_or_a_reason() -> None:
+    from conformance.coverage import UNCOVERED_TESTABLE, coverage, figures
+
+    rows = {c.rule.ref: c for c in coverage()}
+    assert rows["amqp-0-9-1 basic/reject/requeue/01"].requirements == ("NACK-REJECT-REQUEUE",)
+    assert "not testable" in rows["amqp-0-9-1 basic/reject/03"].reason
+    assert rows["amqp-0-9-1 delivery-tag/non-zero"].reason == UNCOVERED_TESTABLE
+    figs = figures(list(rows.values()))
+    for f in figs.values():
+        assert 0 < f["covered"] <= f["total"] and f["testable"] <= f["total"]
+
+
+def test_list_rules_prints_the_map_and_the_figures() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "list", "--rules", "--json"], capture_output=True, text=True,
+                          timeout=120, env=os.environ.copy())
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert {"amqp-0-9-1", "amqp-1.0"} == set(out["figures"])
+    assert any(r["id"] == "basic/reject/requeue/01" and r["requirements"] == ["NACK-REJECT-REQUEUE"] for r in out["rules"])
