@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="print the requirement catalogue")
     ls.add_argument("--area", help="only this area")
+    ls.add_argument("--rules", action="store_true", help="the spec rules' coverage map: covering requirements, or why none (issue 17)")
     ls.add_argument("--level", choices=[lv.lower() for lv in LEVELS] + list(LEVELS), help="only this level")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.add_argument("--profile-keys", action="store_true", help="print the profile keys the cases read, their values and meaning")  # profile-keys
@@ -106,6 +107,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         print(render_keys())
         return EXIT_OK
+    # --- issue 17: --rules, the coverage map of the spec rules ---------------------------------------
+    if getattr(args, "rules", False):
+        return _list_rules(args)
+    # --- end issue 17 ------------------------------------------------------------------------------
     check_selection(areas=[args.area] if args.area else [])
     reqs = select(area=args.area, level=args.level)
     cases: dict[str, list[str]] = {}
@@ -128,6 +133,31 @@ def cmd_list(args: argparse.Namespace) -> int:
     for r in reqs:
         table.add_row(r.id, r.level, r.area, r.text, str(len(cases.get(r.id, []))))
     Console().print(table)
+    return EXIT_OK
+
+
+def _list_rules(args: argparse.Namespace) -> int:
+    """Issue 17: every spec rule, covered by which requirements or why not; closing figures."""
+    from conformance.coverage import closing_line, coverage, figures
+
+    rows = [c for c in coverage() if not args.area or c.rule.area == args.area]
+    figs = figures(rows)
+    if args.json:
+        print(json.dumps({"rules": [{"protocol": c.rule.protocol, "id": c.rule.id, "keyword": c.rule.keyword, "area": c.rule.area,
+                                     "quote": c.rule.quote, "testable": c.rule.testable, "requirements": list(c.requirements),
+                                     "reason": c.reason} for c in rows], "figures": figs}, indent=2))
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} spec rules", expand=True)
+    for col in ("protocol", "rule", "keyword", "area", "covered by", "quote"):
+        table.add_column(col, overflow="fold")
+    for c in rows:
+        table.add_row(c.rule.protocol, c.rule.id, c.rule.keyword, c.rule.area, ", ".join(c.requirements) or f"- ({c.reason})", c.rule.quote)
+    console = Console()
+    console.print(table)
+    console.print(closing_line(figs))
     return EXIT_OK
 
 

@@ -388,7 +388,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     """Scenario, verdict, record. Its frames are the suite's, not the broker's: hidden from tracebacks."""
     __tracebackhide__ = True
     req = requirement(case.requirement)
-    base = {"requirement": req.id, "level": req.level, "area": req.area, "queue_type": queue_type, "variant": variant}
+    base = {"requirement": req.id, "level": req.level_for(state.adapter.protocol), "area": req.area, "queue_type": queue_type, "variant": variant}
     target_label = f"{state.server['product']} {state.server['version']} {state.adapter.protocol}"
     allure_results.labels(req, queue_type, variant, target_label, state.adapter.protocol, state.profile.id)
     started = time.monotonic()
@@ -396,7 +396,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "") -> None:
         allure_results.verdict_label(v.outcome.value)
         if v.outcome not in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED):
-            allure_results.attach(v.render(req.id, req.level), history, trace)
+            allure_results.attach(v.render(req.id, req.level_for(state.adapter.protocol)), history, trace)
         keep = history is not None and (state.keep_history or v.outcome not in (Outcome.PASS,))
         _decide(
             item,
@@ -413,7 +413,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
                 "observations": obs,
                 "history": history.as_records() if keep and history else None,
                 "wire_trace": trace.splitlines() if keep and trace else None,
-                "rendered": v.render(req.id, req.level),
+                "rendered": v.render(req.id, req.level_for(state.adapter.protocol)),
                 "history_text": history.render() if history else "",
                 "trace_text": trace,
             },
@@ -465,7 +465,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
             v = apply_profile(judged.verdict, req.id, queue_type, state.profile)
             finish(v, history, {"missing": liveness.missing_obs(exc)} if isinstance(exc, DeliveriesMissing) else None, ctx.wire_trace())
             if v.outcome is Outcome.FAIL:
-                pytest.fail(v.render(req.id, req.level), pytrace=False)
+                pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
             pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
         # --- end issue 16 ---------------------------------------------------------------------------
         detail = f"{type(exc).__name__}: {exc}" + (f" (target down: {cause})" if cause else "")
@@ -482,9 +482,11 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     finish(v, history, obs, ctx.wire_trace())
     if v.outcome is Outcome.UNDOCUMENTED:
         pytest.skip(f"undocumented: {v.reason}")
+    if v.outcome is Outcome.UNSUPPORTED:  # issue 17: the verdict found the broker untested (e.g. a client-side refusal)
+        pytest.skip(f"unsupported: {v.reason}")
     if v.outcome is Outcome.FAIL:
         # the verdict is the whole story: no traceback of the runner's frames before it
-        pytest.fail(v.render(req.id, req.level), pytrace=False)
+        pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
     if v.outcome is Outcome.DEVIATION:
         pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
 
@@ -536,7 +538,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             req = requirement(type(item.instance).requirement)  # type: ignore[attr-defined]
             text = report.longreprtext.strip().splitlines()[-1] if report.longreprtext else report.outcome
             text = liveness.deadline_text(item.config.getoption("--case-timeout")) or text  # issue 16
-            result = {"requirement": req.id, "level": req.level, "area": req.area, "verdict": Outcome.ERROR.value,
+            result = {"requirement": req.id, "level": req.level_for(state.adapter.protocol), "area": req.area, "verdict": Outcome.ERROR.value,
                       "spec_verdict": "n/a", "vendor_verdict": "n/a", "expected": req.text, "observed": text,
                       "reason": "case did not reach a verdict", "queue_type": item.callspec.params.get("queue_type") if hasattr(item, "callspec") else None}
         _attach(result, report)
