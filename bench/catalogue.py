@@ -36,6 +36,8 @@ from conformance.results import read_results  # noqa: E402
 
 #: "rabbitmq-local accepting connections after 2.4s" (conformance.case.CaseContext.restart_broker)
 RESTART_RE = re.compile(r"accepting connections after ([0-9.]+)s")
+#: "... (one restart shared by 7 cases)" (conformance.shared_fault): each case carries 1/7 of it
+SHARED_RE = re.compile(r"shared by ([0-9]+) cases")
 
 
 def pytest_argv(handle: dict[str, str], out: Path, workers: int, areas: list[str], timeout: float) -> list[str]:
@@ -67,7 +69,8 @@ def restart_s(rec: dict[str, Any]) -> float:
         if ev.get("actor") == "nemesis":
             m = RESTART_RE.search(ev.get("detail") or "")
             if m:
-                total += float(m.group(1))
+                shared = SHARED_RE.search(ev.get("detail") or "")
+                total += float(m.group(1)) / (int(shared.group(1)) if shared else 1)
     return total
 
 
@@ -128,7 +131,8 @@ def summary(run: dict[str, Any], label: str) -> dict[str, Any]:
         "disruptive_n": len(disruptive),
         "disruptive_s": sum(r["duration_s"] for r in disruptive),
         "restart_s": sum(restart_s(r) for r in disruptive),
-        "restarts": sum(sum(1 for ev in r.get("history") or [] if RESTART_RE.search(ev.get("detail") or "")) for r in disruptive),
+        "restarts": round(sum(sum(1 / (int(m.group(1)) if (m := SHARED_RE.search(ev.get("detail") or "")) else 1)
+                                  for ev in r.get("history") or [] if RESTART_RE.search(ev.get("detail") or "")) for r in disruptive)),
         "per_area": {a: (len(rs), sum(r["duration_s"] for r in rs)) for a, rs in sorted(per_area.items())},
         "verdicts": dict(verdicts),
         "verdict_by_case": {r["case_id"]: r["verdict"] for r in recs},

@@ -266,7 +266,7 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
             make(args.mutation)  # an unknown name is a one-line usage error, before anything starts
         argv += ["--mutation", args.mutation]
     if args.workers > 1:
-        argv += ["-n", str(args.workers)]
+        argv += ["-n", str(args.workers), "--dist", "loadgroup"]  # issue 20: the cases of a shared broker fault on one worker
     return argv
 
 
