@@ -137,6 +137,7 @@ def summary(run: dict[str, Any], label: str) -> dict[str, Any]:
         "verdicts": dict(verdicts),
         "verdict_by_case": {r["case_id"]: r["verdict"] for r in recs},
         "ops": ops_of(recs),
+        "slowest": sorted(((r["duration_s"], r["case_id"]) for r in ordinary), reverse=True)[:6],
     }
 
 
@@ -178,6 +179,7 @@ def main() -> None:
                       f"{s['restart_s']:.1f}s in {s['restarts']} broker restarts/kills")
                 for area, (n, secs) in s["per_area"].items():
                     print(f"     {area:<10} {n:>4} cases {secs:7.2f}s  {n / max(secs, 1e-9):6.1f} cases/s")
+                print("   slowest ordinary: " + ", ".join(f"{cid.split('::', 1)[1]} {d:.2f}s" for d, cid in s["slowest"]))
         # the floor: as many connections and round trips as the last run's histories show
         conns, trips = results[-1]["ops"]
         conns, trips = max(conns, results[-1]["cases"]), max(trips, results[-1]["cases"])

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--workers", "-n", type=int, default=2, help="worker processes per run (default 2)")
     st.add_argument("--parallel", "-p", type=int, default=2, help="mutation runs at once (default 2)")
     st.add_argument("--case-timeout", type=float, default=30.0, help="deadline per case in seconds (default 30)")
-    st.add_argument("--skip-restarts", action="store_true", help="leave out the cases that restart or kill the broker (about a minute per run)")
+    st.add_argument("--skip-restarts", action="store_true", help="leave out the cases that restart or kill the broker (one restart and one kill per run, shared by its cases)")
     st.add_argument("--list", action="store_true", help="list the mutations and what each is declared to break, then exit")
     st.set_defaults(func=cmd_selftest)
 

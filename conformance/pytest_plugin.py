@@ -581,7 +581,7 @@ def _attach(result: dict[str, Any], report: pytest.TestReport) -> None:
 
 def case_id(item: pytest.Item) -> str:
     """The case's id, the same for every repetition (``--repeat``): the attempt is a field of its own."""
-    node = item.nodeid
+    node = shared_fault.plain_nodeid(item.nodeid)  # issue 20: without xdist's "@group" suffix
     attempt = getattr(item, "callspec", None) and item.callspec.params.get("conformance_attempt")
     if not attempt:
         return node
@@ -605,6 +605,7 @@ def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: p
     state.writer.append(record)  # the writer scrubs
 
 
+@pytest.hookimpl(tryfirst=True)  # issue 20: before xdist reads the xdist_group marks it sets (loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Give every case its deadline; keep only the cases asked for.
 

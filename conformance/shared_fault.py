@@ -28,6 +28,13 @@ from conformance.case import Case, CaseContext, Obs, Settled
 XDIST_GROUP = "broker-fault"
 
 
+def plain_nodeid(nodeid: str) -> str:
+    """A node id without the ``@broker-fault`` suffix xdist's loadgroup appends (records name the
+    case the same under any number of workers)."""
+    suffix = "@" + XDIST_GROUP
+    return nodeid[: -len(suffix)] if nodeid.endswith(suffix) else nodeid
+
+
 @dataclass
 class Prepared:
     """What one case's prepare left for its observe: the context it ran in and its answer."""
