@@ -30,6 +30,7 @@ from conformance.catalogue import LEVELS, Requirement, catalogue_digest, check_s
 from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, NoReply, OperationTimeout, TargetError, Unsupported, UsageError
 from conformance.history import History
 from conformance import liveness, preflight  # issue 16: preflight, health probe, missing deliveries
+from conformance import shared_fault  # issue 20: one broker fault shared by the disruptive cases
 from conformance.mutations import alters, make as make_mutation
 from conformance.profile import Profile, check_profile_option, profile_digest, select_profile
 from conformance.proxy_isolated import IsolatedFaultProxy
@@ -440,7 +441,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     interrupted = True
     try:
         with _broker_lock(state, exclusive=case.disrupts_broker, history=history):
-            obs = case.scenario(ctx)
+            obs = shared_fault.scenario(item, case, ctx, lambda other: _context_for(other, state))  # issue 20
         interrupted = False
     except Unsupported as exc:
         ctx.close(True)
@@ -489,6 +490,19 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
         pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
     if v.outcome is Outcome.DEVIATION:
         pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+
+
+# --- issue 20: one broker fault shared by the disruptive cases (conformance.shared_fault) --------
+def _context_for(item: pytest.Item, state: RunState) -> CaseContext | None:
+    """A fresh context for another case of the run, or None if that case will not run its scenario."""
+    req = requirement(item.cls.requirement)  # type: ignore[union-attr]
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    qt = params.get("queue_type")
+    if state.dead_cause or _not_applicable(req, state, qt) or preflight.blocking(state.preflight, req) is not None:
+        return None
+    return CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=qt,
+                       variant=params.get("variant"), history=History(), target=state.target)
+# --- end issue 20 -----------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -571,7 +585,7 @@ def _attach(result: dict[str, Any], report: pytest.TestReport) -> None:
 
 def case_id(item: pytest.Item) -> str:
     """The case's id, the same for every repetition (``--repeat``): the attempt is a field of its own."""
-    node = item.nodeid
+    node = shared_fault.plain_nodeid(item.nodeid)  # issue 20: without xdist's "@group" suffix
     attempt = getattr(item, "callspec", None) and item.callspec.params.get("conformance_attempt")
     if not attempt:
         return node
@@ -595,6 +609,7 @@ def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: p
     state.writer.append(record)  # the writer scrubs
 
 
+@pytest.hookimpl(tryfirst=True)  # issue 20: before xdist reads the xdist_group marks it sets (loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Give every case its deadline; keep only the cases asked for.
 
@@ -629,3 +644,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
+    shared_fault.order(items)  # issue 20: the cases of one broker fault together, last
