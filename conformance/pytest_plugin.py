@@ -475,6 +475,10 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
             detail = judged.verdict.observed
         ctx.close(True)
         finish(Verdict(Outcome.ERROR, req.text, detail, reason="scenario did not complete"), history, trace=ctx.wire_trace())
+        if type(exc).__name__ == "Failed":
+            # the deadline's alarm can interrupt a frame that has no line number, and pytest then
+            # fails to format the traceback (INTERNALERROR): the deadline speaks in one line instead
+            pytest.fail(f"error: {detail}", pytrace=False)
         raise
     finally:
         ctx.close(interrupted)
@@ -526,8 +530,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     ``trylast`` makes this the innermost wrapper: the console, JUnit and Allure all see the report
     only after it went through the redaction point."""
     outcome = yield
-    report: pytest.TestReport = outcome.get_result()
     state = _state(item.config)
+    if state is not None and outcome.excinfo is not None:
+        # pytest could not even describe the failure (e.g. a traceback frame without a line number):
+        # a one-line report instead of an INTERNALERROR that would end the whole run
+        exc = outcome.excinfo[1]
+        outcome.force_result(pytest.TestReport(
+            item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed",
+            f"error: the case's failure could not be formatted ({type(exc).__name__}: {exc})",
+            call.when, [], call.duration, call.start, call.stop, list(item.user_properties)))
+    report: pytest.TestReport = outcome.get_result()
     if state is None:
         return
     if isinstance(getattr(item, "instance", None), Case) and (report.when == "call" or (report.when == "setup" and not report.passed)):
