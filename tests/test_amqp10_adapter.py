@@ -68,21 +68,22 @@ def test_settling_a_presettled_delivery_is_refused_by_the_client(rabbit: RabbitM
         conn.close()
 
 
-def test_cli_with_the_proton_adapter_and_no_broker_exits_2_in_one_line() -> None:
-    proc = run_cli("run", "--target", f"amqp://u:secret@127.0.0.1:{closed_port()}/", "--adapter", "proton", "--area", "link")
+def test_cli_with_the_proton_adapter_and_no_broker_exits_2_in_one_line(tmp_path: Path) -> None:
+    proc = run_cli("run", "--target", f"amqp://u:secret@127.0.0.1:{closed_port()}/", "--adapter", "proton", "--area", "link",
+                   "--out", str(tmp_path / "r"))
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "unreachable" in lines[0] and "Connection refused" in lines[0] and "secret" not in proc.stderr
 
 
 @pytest.mark.parametrize("target", ["qpid-broker-j", "activemq-artemis"])
-def test_container_targets_without_docker_fail_in_one_line(target: str) -> None:
+def test_container_targets_without_docker_fail_in_one_line(target: str, tmp_path: Path) -> None:
     """No Docker engine on this machine: the container target says so in one line and exits 2."""
     import shutil
 
     if shutil.which("dockerd") or Path("/var/run/docker.sock").exists():
         pytest.skip("a Docker engine is present here: the container target would start")
-    proc = run_cli("run", "--target", target, "--adapter", "proton", "--area", "link")
+    proc = run_cli("run", "--target", target, "--adapter", "proton", "--area", "link", "--out", str(tmp_path / "r"))
     assert proc.returncode == 2, proc.stdout[-1500:] + proc.stderr[-1500:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "needs a Docker engine" in lines[0] and "external URL" in lines[0]

@@ -81,7 +81,7 @@ def test_cli_with_a_missing_binary_exits_2_in_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stdout[-1500:] + proc.stderr[-1500:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "'lavinmq' not found" in lines[0], lines
-    proc = run_cli("run", "--target", "process:targets/nope.yaml", "--area", "persist", timeout=60)
+    proc = run_cli("run", "--target", "process:targets/nope.yaml", "--area", "persist", "--out", str(tmp_path / "r2"), timeout=60)
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and "not found" in lines[0], proc.stderr
 
@@ -137,12 +137,12 @@ def test_persist_area_against_the_debian_rabbitmq_process_target(tmp_path: Path)
     assert "***" in run["target_url"] and ":***@" in run["target_url"], run["target_url"]
 
 
-def test_lavinmq_container_target_without_docker_fails_in_one_line() -> None:
+def test_lavinmq_container_target_without_docker_fails_in_one_line(tmp_path: Path) -> None:
     if shutil.which("dockerd") or Path("/var/run/docker.sock").exists():
         pytest.skip("a Docker engine is present here: the container target would start")
     if "lavinmq" not in available_launchers():
         pytest.skip("the 'lavinmq' launcher entry point is not installed (pip install -e . in this checkout)")
-    proc = run_cli("run", "--target", "lavinmq:2.4.3", "--area", "ack", timeout=60)
+    proc = run_cli("run", "--target", "lavinmq:2.4.3", "--area", "ack", "--out", str(tmp_path / "r"), timeout=60)
     assert proc.returncode == 2, proc.stdout[-1500:] + proc.stderr[-1500:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "lavinmq:2.4.3 needs a Docker engine" in lines[0] and "external URL" in lines[0], lines

@@ -42,7 +42,7 @@ class ContainerTarget(Target):
         except Exception as exc:  # docker.errors.DockerException and friends: no engine, no image
             cause = str(exc).splitlines()[0][:200]
             raise TargetError(f"target {self.name} needs a Docker engine, and none answered ({cause}); "
-                              f"run against an external URL instead (--target amqp://user:pass@host:port)") from None
+                              f"run against an external URL instead (--target amqp://HOST:PORT/, credentials in the URL)") from None
         self._container = c
         host, port = c.get_container_host_ip(), c.get_exposed_port(int(d["amqp_port"]))
         user, password = d.get("user", "guest"), d.get("password", "guest")
