@@ -51,10 +51,35 @@ class Case:
     queue_types: ClassVar[tuple[str, ...] | None] = None
     #: Extra parameter axis (e.g. which trigger requeues): each value runs as its own case.
     variants: ClassVar[tuple[str, ...] | None] = None
-    #: The scenario restarts or kills the broker: it runs alone, never beside another case.
+    #: The scenario restarts or kills the broker: it runs alone, never beside another case (cases of
+    #: the same fault may share one restart or kill, see conformance.shared_fault).
     disrupts_broker: ClassVar[bool] = False
 
     def scenario(self, ctx: "CaseContext") -> Obs:
+        """A phased case (one that names a :meth:`broker_fault`) runs its phases around its own fault;
+        the runner may instead share one fault among many phased cases (conformance.shared_fault)."""
+        kind = self.broker_fault(ctx.variant)
+        if kind is None:
+            raise NotImplementedError
+        prepared = self.prepare(ctx)
+        if isinstance(prepared, Settled):
+            return dict(prepared)
+        ctx.restart_broker(kill=kind == "kill")
+        return self.observe(ctx, prepared)
+
+    # -- phases of a case that needs a broker fault (restart or kill -9) ----------------------
+    # prepare: set up the scenario and return what observe needs (plain data); a Settled answer
+    # means the scenario is decided before any fault. The fault comes from the runner, which may
+    # share one fault among many cases; observe then looks at this case's own queues.
+
+    def broker_fault(self, variant: str | None) -> str | None:
+        """"restart", "kill" or None (the default: the case has no phases, only a scenario)."""
+        return None
+
+    def prepare(self, ctx: "CaseContext") -> Obs:
+        raise NotImplementedError
+
+    def observe(self, ctx: "CaseContext", prepared: Obs) -> Obs:
         raise NotImplementedError
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
@@ -63,6 +88,11 @@ class Case:
     # The pytest entry point: collected once per case class, parametrized by the plugin.
     def test(self, conformance_case: Callable[["Case"], None]) -> None:
         conformance_case(self)
+
+
+class Settled(dict):  # type: ignore[type-arg]
+    """What :meth:`Case.prepare` returns when the scenario is decided before any fault: the final
+    observations (e.g. the broker refused the declaration the fault was meant to test)."""
 
 
 class ScenarioVoid(AdapterError):
@@ -102,6 +132,8 @@ class CaseContext:
         self.variant = variant
         self.history = history or History()
         self.target = target
+        #: When the broker last accepted connections again after a fault of this case (monotonic).
+        self.fault_at: float | None = None
         self.proxies: list[ProxyBase] = []
         self._closed = False
         self._connections: list[Connection] = []
@@ -195,6 +227,25 @@ class CaseContext:
         session.consume(name, ack_mode=AckMode.MANUAL)
         return name
 
+    def absorb(self, other: "CaseContext") -> None:
+        """Take over what ``other`` (the same case's context from an earlier phase, see
+        conformance.shared_fault) owns: its history (earlier events first, same clock), queues,
+        exchanges, connections and proxies, so this context observes, cleans up and records them."""
+        shift = round((self.history.started - other.history.started) * 1000, 1)
+        for ev in self.history.events:  # e.g. the broker lock, taken before this context ran
+            ev.t_ms = round(ev.t_ms + shift, 1)
+        self.history.started = other.history.started
+        self.history.events[:0] = other.history.events
+        other.history.events = self.history.events  # a late event of an old connection lands here too
+        self._queues[:0] = other._queues
+        self._exchanges[:0] = other._exchanges
+        self._connections[:0] = other._connections
+        self.proxies[:0] = other.proxies
+        self._n = max(self._n, other._n)
+        self.fault_at = other.fault_at
+        other._queues, other._exchanges, other._connections, other.proxies = [], [], [], []
+        other._closed = True
+
     def restart_broker(self, *, kill: bool = False) -> None:
         """Broker-level fault: kill -9 (``kill=True``) or a graceful restart of the node, then wait
         until it accepts connections. Every connection the case had is dead afterwards; open new ones
@@ -211,6 +262,15 @@ class CaseContext:
         else:
             self.target.restart()
         self.history.add("nemesis", "restart" if not kill else "start", f"{self.target.name} accepting connections after {time.monotonic() - start:.1f}s")
+        self.fault_at = time.monotonic()
+
+    def recovery_left(self, window: float) -> float:
+        """What remains of a recovery ``window`` counted from the end of the fault (a shared fault
+        may have served other cases' observations first): every case gets the same window after
+        the same fault, never a fresh one. At least one poll is always made."""
+        if self.fault_at is None:
+            return window
+        return max(0.5, window - (time.monotonic() - self.fault_at))
 
     @property
     def admin(self) -> Session:

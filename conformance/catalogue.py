@@ -39,6 +39,21 @@ class Requirement:
     #: Profile entry that defines the expectation, for requirements the spec leaves to the broker.
     profile_entry: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: Spec rules (conformance/rules/) the requirement operationalises, per protocol; the first of a
+    #: protocol gives the level over that protocol (issue 17).
+    rules: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def rule_refs(self) -> dict[str, list[str]]:
+        return {p: list(ids) for p, ids in self.rules}
+
+    def level_for(self, protocol: str | None) -> str:
+        """The level over ``protocol``: its first rule's keyword; EXTENSION where no spec rule of
+        that protocol is named (vendor or seed sources only); the declared level when unknown."""
+        if protocol is None or protocol not in self.protocols:
+            return self.level
+        from conformance.rules import level_of
+
+        return level_of(self.rule_refs(), protocol) or "EXTENSION"
 
     def citation(self) -> str:
         return "; ".join(str(s) for s in self.sources)
@@ -73,7 +88,8 @@ def _parse_area(data: Any, origin: str) -> Area:
             if not isinstance(s, dict) or s.get("kind") not in SOURCE_KINDS or not s.get("ref"):
                 raise UsageError(f"{where} ({rid}): each source needs kind ({'/'.join(SOURCE_KINDS)}) and ref")
             sources.append(Source(kind=s["kind"], ref=str(s["ref"]), url=s.get("url")))
-        known = {"id", "level", "text", "sources", "protocols", "profile_entry"}
+        rules = _parse_rules(raw.get("rules"), where, rid)
+        known = {"id", "level", "text", "sources", "protocols", "profile_entry", "rules"}
         reqs.append(
             Requirement(
                 id=rid,
@@ -84,9 +100,42 @@ def _parse_area(data: Any, origin: str) -> Area:
                 protocols=tuple(raw.get("protocols") or ()),
                 profile_entry=raw.get("profile_entry"),
                 extra={k: v for k, v in raw.items() if k not in known},
+                rules=rules,
             )
         )
     return Area(id=area, title=str(data.get("title", area)), requirements=tuple(reqs))
+
+
+LEVEL_ORDER = ("EXTENSION", "MAY", "SHOULD", "MUST")
+
+
+def _parse_rules(raw: Any, where: str, rid: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not all(isinstance(v, list) and v for v in raw.values()):
+        raise UsageError(f"{where} ({rid}): rules must map a protocol to a non-empty list of rule ids")
+    return tuple((str(p), tuple(str(i) for i in ids)) for p, ids in raw.items())
+
+
+def check_levels(req: Requirement) -> None:
+    """The declared level is the strongest level the cited rules give over the requirement's
+    protocols; a requirement without spec rules is EXTENSION. Refuses a MUST without a spec rule."""
+    from conformance.rules import all_rules
+
+    rules = all_rules()
+    for protocol, ids in req.rules:
+        if req.protocols and protocol not in req.protocols:
+            raise UsageError(f"{req.id}: names rules of {protocol}, which it does not apply to")
+        for i in ids:
+            if f"{protocol} {i}" not in rules:
+                raise UsageError(f"{req.id}: unknown rule {protocol} {i!r} (see conformance/rules/)")
+    levels = [req.level_for(p) for p in (req.protocols or tuple(p for p, _ in req.rules))] or ["EXTENSION"]
+    strongest = max(levels, key=LEVEL_ORDER.index) if req.rules else "EXTENSION"
+    if req.level == "MUST" and not any(rules[f"{p} {ids[0]}"].level == "MUST" for p, ids in req.rules):
+        raise UsageError(f"{req.id}: level MUST without a MUST rule of the specification")
+    if req.level != strongest:
+        raise UsageError(f"{req.id}: level {req.level} but its rules give {strongest} "
+                         f"({', '.join(f'{p}: {req.level_for(p)}' for p in req.protocols) or 'no rules'})")
 
 
 def load_areas(paths: Iterable[Path] | None = None) -> list[Area]:
@@ -111,6 +160,7 @@ def catalogue() -> dict[str, Requirement]:
         for r in area.requirements:
             if r.id in out:
                 raise UsageError(f"duplicate requirement id {r.id}")
+            check_levels(r)
             out[r.id] = r
     return out
 
@@ -155,7 +205,8 @@ def catalogue_digest() -> str:
     import json
 
     rows = [
-        [r.id, r.level, r.area, r.text, list(r.protocols), r.profile_entry or "", [[s.kind, s.ref] for s in r.sources]]
+        [r.id, r.level, r.area, r.text, list(r.protocols), r.profile_entry or "", [[s.kind, s.ref] for s in r.sources],
+         [[p, list(ids)] for p, ids in r.rules]]
         for r in sorted(catalogue().values(), key=lambda r: r.id)
     ]
     return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()

@@ -81,15 +81,23 @@ def accepted(answer: dict[str, Any], *, what: str) -> Verdict:
     )
 
 
-def settled_as_expected(obs: dict[str, Any], what: str) -> Verdict:
+def held_ids(obs: dict[str, Any], *positions: int) -> list[str]:
+    """Ids of the held deliveries at ``positions`` (0-based, in delivery order) of a settle_and_watch
+    observation: how a verdict names what a settlement should have returned or removed."""
+    return [obs["held"][i]["id"] for i in positions]
+
+
+def settled_as_expected(obs: dict[str, Any], what: str, *, back: tuple[int, ...] = (), gone: tuple[int, ...] = ()) -> Verdict:
     """Judge :func:`conformance.scenarios.settle_and_watch`: the settlement was accepted, exactly the
-    expected deliveries came back at once (redelivered), and after channel.close the queue holds
-    exactly the held deliveries that were neither settled for good nor returned."""
-    settled = set(obs["expected_back"]) | set(obs["gone"])
+    held deliveries at positions ``back`` came back at once (redelivered), and after channel.close the
+    queue holds exactly the held deliveries that were neither settled for good (``gone``) nor returned.
+    The expectation is the verdict's (positions), never the scenario's."""
+    expected_back = held_ids(obs, *back)
+    settled = set(expected_back) | set(held_ids(obs, *gone))
     still_held = [d["id"] for d in obs["held"] if d["id"] not in settled]
     return first_failure(
         accepted(obs["channel"], what=what),
-        returned_exactly(obs["back"], obs["expected_back"], what=f"redelivered at once after {what}"),
+        returned_exactly(obs["back"], expected_back, what=f"redelivered at once after {what}"),
         all_redelivered(obs["back"]),
         returned_exactly(obs["remaining"], still_held, what=f"left in the queue after {what} and channel.close"),
     )

@@ -30,6 +30,7 @@ from conformance.catalogue import LEVELS, Requirement, catalogue_digest, check_s
 from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, NoReply, OperationTimeout, TargetError, Unsupported, UsageError
 from conformance.history import History
 from conformance import liveness, preflight  # issue 16: preflight, health probe, missing deliveries
+from conformance import shared_fault  # issue 20: one broker fault shared by the disruptive cases
 from conformance.mutations import alters, make as make_mutation
 from conformance.profile import Profile, check_profile_option, profile_digest, select_profile
 from conformance.proxy_isolated import IsolatedFaultProxy
@@ -388,7 +389,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     """Scenario, verdict, record. Its frames are the suite's, not the broker's: hidden from tracebacks."""
     __tracebackhide__ = True
     req = requirement(case.requirement)
-    base = {"requirement": req.id, "level": req.level, "area": req.area, "queue_type": queue_type, "variant": variant}
+    base = {"requirement": req.id, "level": req.level_for(state.adapter.protocol), "area": req.area, "queue_type": queue_type, "variant": variant}
     target_label = f"{state.server['product']} {state.server['version']} {state.adapter.protocol}"
     allure_results.labels(req, queue_type, variant, target_label, state.adapter.protocol, state.profile.id)
     started = time.monotonic()
@@ -396,7 +397,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "") -> None:
         allure_results.verdict_label(v.outcome.value)
         if v.outcome not in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED):
-            allure_results.attach(v.render(req.id, req.level), history, trace)
+            allure_results.attach(v.render(req.id, req.level_for(state.adapter.protocol)), history, trace)
         keep = history is not None and (state.keep_history or v.outcome not in (Outcome.PASS,))
         _decide(
             item,
@@ -413,7 +414,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
                 "observations": obs,
                 "history": history.as_records() if keep and history else None,
                 "wire_trace": trace.splitlines() if keep and trace else None,
-                "rendered": v.render(req.id, req.level),
+                "rendered": v.render(req.id, req.level_for(state.adapter.protocol)),
                 "history_text": history.render() if history else "",
                 "trace_text": trace,
             },
@@ -440,7 +441,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     interrupted = True
     try:
         with _broker_lock(state, exclusive=case.disrupts_broker, history=history):
-            obs = case.scenario(ctx)
+            obs = shared_fault.scenario(item, case, ctx, lambda other: _context_for(other, state))  # issue 20
         interrupted = False
     except Unsupported as exc:
         ctx.close(True)
@@ -465,7 +466,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
             v = apply_profile(judged.verdict, req.id, queue_type, state.profile)
             finish(v, history, {"missing": liveness.missing_obs(exc)} if isinstance(exc, DeliveriesMissing) else None, ctx.wire_trace())
             if v.outcome is Outcome.FAIL:
-                pytest.fail(v.render(req.id, req.level), pytrace=False)
+                pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
             pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
         # --- end issue 16 ---------------------------------------------------------------------------
         detail = f"{type(exc).__name__}: {exc}" + (f" (target down: {cause})" if cause else "")
@@ -486,11 +487,26 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     finish(v, history, obs, ctx.wire_trace())
     if v.outcome is Outcome.UNDOCUMENTED:
         pytest.skip(f"undocumented: {v.reason}")
+    if v.outcome is Outcome.UNSUPPORTED:  # issue 17: the verdict found the broker untested (e.g. a client-side refusal)
+        pytest.skip(f"unsupported: {v.reason}")
     if v.outcome is Outcome.FAIL:
         # the verdict is the whole story: no traceback of the runner's frames before it
-        pytest.fail(v.render(req.id, req.level), pytrace=False)
+        pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
     if v.outcome is Outcome.DEVIATION:
         pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+
+
+# --- issue 20: one broker fault shared by the disruptive cases (conformance.shared_fault) --------
+def _context_for(item: pytest.Item, state: RunState) -> CaseContext | None:
+    """A fresh context for another case of the run, or None if that case will not run its scenario."""
+    req = requirement(item.cls.requirement)  # type: ignore[union-attr]
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    qt = params.get("queue_type")
+    if state.dead_cause or _not_applicable(req, state, qt) or preflight.blocking(state.preflight, req) is not None:
+        return None
+    return CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=qt,
+                       variant=params.get("variant"), history=History(), target=state.target)
+# --- end issue 20 -----------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -548,7 +564,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             req = requirement(type(item.instance).requirement)  # type: ignore[attr-defined]
             text = report.longreprtext.strip().splitlines()[-1] if report.longreprtext else report.outcome
             text = liveness.deadline_text(item.config.getoption("--case-timeout")) or text  # issue 16
-            result = {"requirement": req.id, "level": req.level, "area": req.area, "verdict": Outcome.ERROR.value,
+            result = {"requirement": req.id, "level": req.level_for(state.adapter.protocol), "area": req.area, "verdict": Outcome.ERROR.value,
                       "spec_verdict": "n/a", "vendor_verdict": "n/a", "expected": req.text, "observed": text,
                       "reason": "case did not reach a verdict", "queue_type": item.callspec.params.get("queue_type") if hasattr(item, "callspec") else None}
         _attach(result, report)
@@ -581,7 +597,7 @@ def _attach(result: dict[str, Any], report: pytest.TestReport) -> None:
 
 def case_id(item: pytest.Item) -> str:
     """The case's id, the same for every repetition (``--repeat``): the attempt is a field of its own."""
-    node = item.nodeid
+    node = shared_fault.plain_nodeid(item.nodeid)  # issue 20: without xdist's "@group" suffix
     attempt = getattr(item, "callspec", None) and item.callspec.params.get("conformance_attempt")
     if not attempt:
         return node
@@ -605,6 +621,7 @@ def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: p
     state.writer.append(record)  # the writer scrubs
 
 
+@pytest.hookimpl(tryfirst=True)  # issue 20: before xdist reads the xdist_group marks it sets (loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Give every case its deadline; keep only the cases asked for.
 
@@ -639,3 +656,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
+    shared_fault.order(items)  # issue 20: the cases of one broker fault together, last

@@ -8,9 +8,9 @@ from typing import Any, Callable
 from conformance.api import Delivery, Session
 from conformance.case import CaseContext, Obs, delivery_obs
 
-#: What a settle step did: ids it expects back at once (requeued), ids gone for good (acked or
-#: discarded). Everything else held stays held until the channel closes.
-Settle = Callable[[Session, list[Delivery]], tuple[list[str], list[str]]]
+#: A settle step: acks/nacks/rejects some of the held deliveries. It returns nothing: what the step
+#: should have caused (what comes back, what is gone) is the verdict's to say, not the scenario's.
+Settle = Callable[[Session, list[Delivery]], None]
 
 
 def ids_at(held: list[Delivery], *positions: int) -> list[str]:
@@ -39,7 +39,7 @@ def settle_and_watch(ctx: CaseContext, n: int, settle: Settle, *, queue: str | N
     session = ctx.session("consumer")
     consumer = session.consume(q, prefetch=100)
     held = ctx.take(consumer, n)
-    expected_back, gone = settle(session, held)
+    settle(session, held)
     answer = ctx.channel_error(session.sync)
     back: list[Delivery] = []
     if not answer["closed"]:
@@ -53,8 +53,6 @@ def settle_and_watch(ctx: CaseContext, n: int, settle: Settle, *, queue: str | N
     return {
         "published": published,
         "held": [delivery_obs(d) for d in held],
-        "expected_back": expected_back,
-        "gone": gone,
         "channel": answer,
         "back": [delivery_obs(d) for d in back],
         "remaining": [delivery_obs(d) for d in ctx.drain(q)],

@@ -11,7 +11,8 @@ rewrites nothing and records, per case, which operators would have rewritten one
 each mutation then runs only the cases it can touch (a case whose frames a mutation never rewrites
 sees an unchanged broker). Mutation runs go in parallel (cases use their own queues); cases that
 restart the broker run alone, and under a mutation only when the mutation is declared to break
-their requirement.
+their requirement. Within such a run the runner shares the faults (conformance.shared_fault): one
+restart and one kill serve all its cases.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def _pytest_argv(opts: Options, run: Run, out: Path) -> list[str]:
     ns = argparse.Namespace(
         target=opts.target_url, adapter=opts.adapter, profile=opts.profile, requirement=run.requirements,
         area=None if run.requirements else (opts.areas or None), workers=opts.workers,
-        # a broker restart and its recovery window alone take 20-30 s
+        # the first case of a shared fault prepares every case and takes the fault (a restart on a
+        # busy machine: up to 10 s); a quorum queue's recovery window is 15 s
         case_timeout=max(opts.case_timeout, RESTART_CASE_TIMEOUT_S) if run.disruptive == "only" else opts.case_timeout,
         keep_history=False, verbose=False, mutation=run.mutation,
     )

@@ -111,8 +111,22 @@ def undocumented(entry: str, profile: Profile) -> Verdict:
     )
 
 
+def spec_scope(v: Verdict, level: str | None) -> Verdict:
+    """A spec verdict exists only where a spec rule is cited: an EXTENSION requirement's verdict
+    carries none (spec "n/a"), whatever the check that made it defaulted to."""
+    if level == "EXTENSION" and v.spec != "n/a":
+        return replace(v, spec="n/a")
+    return v
+
+
 def apply_profile(v: Verdict, requirement_id: str, queue_type: str | None, profile: Profile) -> Verdict:
-    """Turn a failure whose observed behaviour the profile documents into a deviation."""
+    """Turn a failure whose observed behaviour the profile documents into a deviation; strip the spec
+    verdict of an EXTENSION requirement (:func:`spec_scope`)."""
+    from conformance.catalogue import catalogue
+
+    req = catalogue().get(requirement_id)
+    protocol = profile.protocols[0] if len(profile.protocols) == 1 else None
+    v = spec_scope(v, req.level_for(protocol) if req else None)
     if v.outcome is not Outcome.FAIL:
         return v
     doc = profile.deviation(requirement_id, queue_type, v.key)

@@ -104,7 +104,8 @@ def test_a_broker_killed_mid_run_turns_the_rest_into_errors(tmp_path: Path) -> N
     node.start()
     try:
         out = tmp_path / "run"
-        args = build_parser().parse_args(["run", "--target", node.url, "--out", str(out)])
+        # serial: "the 4th case" is a position in one process's order (run's default is 2 workers)
+        args = build_parser().parse_args(["run", "--target", node.url, "--out", str(out), "--workers", "1"])
         argv = pytest_args(args, out) + ["-p", "tests.support.killer"]
         env = {**os.environ, "KILL_BEFORE_CASE": "4", "KILL_PGID": str(node.proc.pid), "PYTHONPATH": str(ROOT)}
         proc = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

@@ -75,9 +75,10 @@ def bad(case: str, name: str, obs: dict[str, Any], qt: str | None = "classic", p
 
 def settled(n: int, expected_back: list[str], gone: list[str], back: list[dict[str, Any]], remaining: list[dict[str, Any]],
             channel: dict[str, Any] = OPEN, **extra: Any) -> dict[str, Any]:
-    """A settle_and_watch observation: n held on one channel (tags 1..n)."""
-    return {"published": msgs(n), "held": first(*msgs(n)), "expected_back": expected_back, "gone": gone,
-            "channel": channel, "back": back, "remaining": remaining, **extra}
+    """A settle_and_watch observation: n held on one channel (tags 1..n). ``expected_back`` and
+    ``gone`` document the example only: the scenario no longer reports them, the verdict knows them."""
+    del expected_back, gone
+    return {"published": msgs(n), "held": first(*msgs(n)), "channel": channel, "back": back, "remaining": remaining, **extra}
 
 
 # nack(tag 3, requeue=true) of tags 1..5: m3 back at once (tags go on at 6), the rest after close.
@@ -90,7 +91,10 @@ NACK_ZERO = settled(4, ["m2", "m3", "m4"], ["m1"], again("m2", "m3", "m4", start
 NACK_DISCARD_SINGLE = settled(5, [], ["m3"], [], again("m1", "m2", "m4", "m5"), variant="single")
 NACK_DISCARD_MULTIPLE = settled(5, [], ["m1", "m2", "m3"], [], again("m4", "m5"), variant="multiple")
 # reject(2, requeue=true) of tags 1..3 / reject(2, requeue=false).
-REJECT_REQUEUE = settled(3, ["m2"], [], again("m2", start=4), again("m1", "m3"))
+# rule basic/reject/requeue/01: m2 not back on the same channel; all three in the queue after close.
+REJECT_REQUEUE = settled(3, [], [], [], again("m1", "m2", "m3"))
+# RabbitMQ's documented non-implementation of that rule: m2 back at once on the same channel.
+REJECT_REQUEUE_RABBIT = settled(3, ["m2"], [], again("m2", start=4), again("m1", "m3"))
 REJECT_DISCARD = settled(3, [], ["m2"], [], again("m1", "m3"))
 
 
@@ -159,12 +163,14 @@ NACK_VIOLATIONS: list[Example] = [
         shows="connection closed with 503"),
     bad("TestNackUnknownTag", "nack-channel-404", unknown_tag("nack", soft(404, "NOT_FOUND - delivery tag 1001")), shows="channel closed with 404"),
     # NACK-REJECT-REQUEUE
-    bad("TestRejectRequeue", "rejected-not-redelivered", with_(REJECT_REQUEUE, back=[], remaining=again("m1", "m2", "m3")), shows="missing [m2]"),
-    bad("TestRejectRequeue", "redelivered-without-flag", with_(REJECT_REQUEUE, back=first("m2", start=4)), shows="wrong flag on m2"),
-    bad("TestRejectRequeue", "rejected-lost", with_(REJECT_REQUEUE, back=[]), shows="missing [m2]"),
-    bad("TestRejectRequeue", "returns-all-held", with_(REJECT_REQUEUE, back=again("m1", "m2", "m3", start=4), remaining=[]),
+    bad("TestRejectRequeue", "same-channel-redelivery", REJECT_REQUEUE_RABBIT, shows="m2 delivered again on the same channel"),
+    bad("TestRejectRequeue", "rejected-lost", with_(REJECT_REQUEUE, remaining=again("m1", "m3")), shows="missing [m2]"),
+    bad("TestRejectRequeue", "other-held-returned", with_(REJECT_REQUEUE, back=again("m1", start=4), remaining=again("m2", "m3")),
+        shows="unexpected [m1]"),
+    bad("TestRejectRequeue", "redelivered-without-flag", with_(REJECT_REQUEUE_RABBIT, back=first("m2", start=4)), shows="wrong flag on m2"),
+    bad("TestRejectRequeue", "returns-all-held", with_(REJECT_REQUEUE_RABBIT, back=again("m1", "m2", "m3", start=4), remaining=[]),
         shows="unexpected [m1, m3]"),
-    bad("TestRejectRequeue", "returned-twice", with_(REJECT_REQUEUE, back=again("m2", "m2", start=4)), shows="duplicated [m2]"),
+    bad("TestRejectRequeue", "returned-twice", with_(REJECT_REQUEUE_RABBIT, back=again("m2", "m2", start=4)), shows="duplicated [m2]"),
     # NACK-REJECT-DISCARD
     bad("TestRejectDiscard", "discarded-back-at-once", with_(REJECT_DISCARD, back=again("m2", start=4)), shows="unexpected [m2]"),
     bad("TestRejectDiscard", "discarded-back-after-close", with_(REJECT_DISCARD, remaining=again("m1", "m2", "m3")), shows="unexpected [m2]"),
@@ -568,7 +574,6 @@ PERSIST_GOOD: list[Example] = [
     *(ok("TestTransientFate", "transient-lost", TRANSIENT_LOST, "classic", p) for p in (RABBIT, P43)),
     *(ok("TestTransientFate", "transient-kept", TRANSIENT_KEPT, QQ, p) for p in (RABBIT, P43)),
     *(ok("TestNonDurableQueueGone", "deleted", NON_DURABLE_GONE, "classic", p) for p in (RABBIT, P312, P313)),
-    ok("TestNonDurableQueueGone", "declare-refused", NON_DURABLE_REFUSED, "classic", P43),
 ]
 
 PERSIST_VIOLATIONS: list[Example] = [
@@ -591,7 +596,9 @@ PERSIST_VIOLATIONS: list[Example] = [
     bad("TestNonDurableQueueGone", "survives-restart", with_(NON_DURABLE_GONE, after=OPEN), "classic", RABBIT, shows="the queue still exists"),
     bad("TestNonDurableQueueGone", "declare-refused-on-3.10", NON_DURABLE_REFUSED, "classic", RABBIT, shows="refused with 541"),
     bad("TestNonDurableQueueGone", "declare-accepted-on-4.3", NON_DURABLE_GONE, "classic", P43, shows="declared"),
-    bad("TestNonDurableQueueGone", "declare-accepted-and-survives-on-4.3", with_(NON_DURABLE_GONE, after=OPEN), "classic", P43, shows="declared"),
+    bad("TestNonDurableQueueGone", "declare-accepted-and-survives-on-4.3", with_(NON_DURABLE_GONE, after=OPEN), "classic", P43, shows="still exists"),
+    # queue.declare MUST support transient queues: a refusal fails the spec even where documented
+    bad("TestNonDurableQueueGone", "declare-refused-on-4.3", NON_DURABLE_REFUSED, "classic", P43, shows="refused with 541"),
     bad("TestNonDurableQueueGone", "passive-declare-closes-connection", with_(NON_DURABLE_GONE, after=connection_closed(541, "INTERNAL_ERROR")),
         "classic", RABBIT, shows="closed with 541"),
 ]
@@ -678,3 +685,54 @@ def test_quorum_unavailable_after_graceful_restart_is_not_the_kill_deviation() -
     case = CASES["TestConfirmedSurvives"]()
     v = apply_profile(case.verdict(survived("restart", [], UNAVAILABLE), RABBIT, "quorum"), case.requirement, "quorum", RABBIT)
     assert v.outcome is Outcome.FAIL
+
+
+# == issue 17: verdicts that cannot pass a violation ================================================
+
+
+def judged(case: str, obs: dict[str, Any], profile: Profile, qt: str | None = "classic") -> Any:
+    c = CASES[case]()
+    return apply_profile(c.verdict(obs, profile, qt), c.requirement, qt, profile)
+
+
+def test_reject_requeue_same_channel_is_spec_fail_and_rabbitmq_deviation() -> None:
+    for profile in (RABBIT, P312, P313, P43):
+        v = judged("TestRejectRequeue", REJECT_REQUEUE_RABBIT, profile)
+        assert v.outcome is Outcome.DEVIATION and v.spec == "fail" and "specification" in v.citation, profile.id
+    # without the profile's deviation (the baseline) it is a plain failure
+    assert judged("TestRejectRequeue", REJECT_REQUEUE_RABBIT, BASELINE).outcome is Outcome.FAIL
+    # the deviation covers exactly the documented behaviour, not a lost message beside it
+    lost = with_(REJECT_REQUEUE_RABBIT, remaining=again("m1"))
+    assert judged("TestRejectRequeue", lost, RABBIT).outcome is Outcome.FAIL
+
+
+def test_non_durable_declare_refused_is_spec_fail_never_pass() -> None:
+    v = judged("TestNonDurableQueueGone", NON_DURABLE_REFUSED, P43)
+    assert v.outcome is Outcome.DEVIATION and v.spec == "fail" and "transient_nonexcl_queues" in v.citation
+    assert judged("TestNonDurableQueueGone", NON_DURABLE_REFUSED, RABBIT).outcome is Outcome.FAIL
+
+
+def _with_entry(profile: Profile, key: str, value: str, qt: str) -> Profile:
+    from dataclasses import replace as dc_replace
+
+    from conformance.profile import Entry
+
+    entries = {**profile.entries, key: {**profile.entries.get(key, {}), qt: Entry(value=value, source="https://example.invalid/vendor-doc")}}
+    return dc_replace(profile, entries=entries)
+
+
+def test_argument_ignored_is_never_a_pass() -> None:
+    ignoring = _with_entry(RABBIT, "delivery-limit.support", "ignored", "classic")
+    v = judged("TestArgumentSupport", {"answer": OPEN}, ignoring)
+    assert v.outcome is Outcome.DEVIATION and v.spec == "n/a" and v.citation == "https://example.invalid/vendor-doc"
+    refused = judged("TestArgumentSupport", {"answer": ARG_REFUSED}, ignoring)
+    assert refused.outcome is Outcome.FAIL and refused.spec == "n/a"
+
+
+def test_extension_verdicts_carry_no_spec_verdict() -> None:
+    # NACK-DISCARD is EXTENSION: pass or fail, its spec verdict is n/a
+    assert judged("TestNackDiscard", NACK_DISCARD_SINGLE, RABBIT).spec == "n/a"
+    v = judged("TestNackDiscard", with_(NACK_DISCARD_SINGLE, back=again("m3", start=6)), RABBIT)
+    assert v.outcome is Outcome.FAIL and v.spec == "n/a"
+    # a MUST keeps its spec verdict
+    assert judged("TestRejectDiscard", REJECT_DISCARD, RABBIT).spec == "pass"

@@ -12,7 +12,7 @@ from conformance.api import Delivery, Session
 from conformance.case import Case, CaseContext, Obs
 from conformance.checkers import channel_closed_with, settled_as_expected as judge
 from conformance.profile import Profile
-from conformance.scenarios import ids_at as ids, one_held, settle_and_watch
+from conformance.scenarios import one_held, settle_and_watch
 from conformance.verdict import Verdict
 
 PRECONDITION_FAILED = 406
@@ -22,44 +22,41 @@ class TestNackSingleRequeue(Case):
     requirement = "NACK-SINGLE-REQUEUE"
 
     def scenario(self, ctx: CaseContext) -> Obs:
-        def settle(s: Session, held: list[Delivery]) -> tuple[list[str], list[str]]:
+        def settle(s: Session, held: list[Delivery]) -> None:
             s.nack(held[2].tag, requeue=True)
-            return ids(held, 2), []
 
         return settle_and_watch(ctx, 5, settle)
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        return judge(obs, "nack(tag 3, multiple=false, requeue=true) with tags 1..5 outstanding")
+        return judge(obs, "nack(tag 3, multiple=false, requeue=true) with tags 1..5 outstanding", back=(2,))
 
 
 class TestNackMultipleRequeue(Case):
     requirement = "NACK-MULTIPLE-REQUEUE"
 
     def scenario(self, ctx: CaseContext) -> Obs:
-        def settle(s: Session, held: list[Delivery]) -> tuple[list[str], list[str]]:
+        def settle(s: Session, held: list[Delivery]) -> None:
             s.ack(held[0].tag)  # the seed's first step: tags 2..5 stay outstanding
             s.nack(held[3].tag, multiple=True, requeue=True)
-            return ids(held, 1, 2, 3), ids(held, 0)
 
         return settle_and_watch(ctx, 5, settle)
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        return judge(obs, "ack(tag 1), then nack(tag 4, multiple=true, requeue=true) with tags 2..5 outstanding")
+        return judge(obs, "ack(tag 1), then nack(tag 4, multiple=true, requeue=true) with tags 2..5 outstanding", back=(1, 2, 3), gone=(0,))
 
 
 class TestNackMultipleZeroAll(Case):
     requirement = "NACK-MULTIPLE-ZERO-ALL"
 
     def scenario(self, ctx: CaseContext) -> Obs:
-        def settle(s: Session, held: list[Delivery]) -> tuple[list[str], list[str]]:
+        def settle(s: Session, held: list[Delivery]) -> None:
             s.ack(held[0].tag)
             s.nack(0, multiple=True, requeue=True)
-            return ids(held, 1, 2, 3), ids(held, 0)
 
         return settle_and_watch(ctx, 4, settle)
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        return judge(obs, "ack(tag 1), then nack(tag 0, multiple=true, requeue=true) with tags 2..4 outstanding")
+        return judge(obs, "ack(tag 1), then nack(tag 0, multiple=true, requeue=true) with tags 2..4 outstanding", back=(1, 2, 3), gone=(0,))
 
 
 class TestNackDiscard(Case):
@@ -67,18 +64,15 @@ class TestNackDiscard(Case):
     variants = ("single", "multiple")
 
     def scenario(self, ctx: CaseContext) -> Obs:
-        def settle(s: Session, held: list[Delivery]) -> tuple[list[str], list[str]]:
-            if ctx.variant == "single":
-                s.nack(held[2].tag, requeue=False)
-                return [], ids(held, 2)
-            s.nack(held[2].tag, multiple=True, requeue=False)
-            return [], ids(held, 0, 1, 2)
+        def settle(s: Session, held: list[Delivery]) -> None:
+            s.nack(held[2].tag, multiple=ctx.variant != "single", requeue=False)
 
         return {**settle_and_watch(ctx, 5, settle), "variant": ctx.variant}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        how = "nack(tag 3, requeue=false)" if obs["variant"] == "single" else "nack(tag 3, multiple=true, requeue=false)"
-        return judge(obs, f"{how} without a dead-letter exchange")
+        single = obs["variant"] == "single"
+        how = "nack(tag 3, requeue=false)" if single else "nack(tag 3, multiple=true, requeue=false)"
+        return judge(obs, f"{how} without a dead-letter exchange", gone=(2,) if single else (0, 1, 2))
 
 
 class TestNackUnknownTag(Case):

@@ -17,16 +17,22 @@ class TestCommittedSurvivesKill(Case):
     requirement = "TX-COMMIT-DURABLE"
     disrupts_broker = True
 
-    def scenario(self, ctx: CaseContext) -> Obs:
+    def broker_fault(self, variant: str | None) -> str:
+        return "kill"
+
+    def prepare(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
         producer = ctx.session("producer")
         producer.select_tx()
         ids = ctx.publish(q, 3, prefix="durable-", persistent=True, session=producer)
         producer.commit()
-        ctx.restart_broker(kill=True)
+        return {"queue": q, "tx_ids": ids}
+
+    def observe(self, ctx: CaseContext, prepared: Obs) -> Obs:
+        q, ids = prepared["queue"], prepared["tx_ids"]
         try:
-            ctx.await_queue(q, timeout=RECOVERY_S)
-            drained = [delivery_obs(d) for d in ctx.drain(q, RECOVERY_S, op_timeout=RECOVERY_S)]
+            ctx.await_queue(q, timeout=ctx.recovery_left(RECOVERY_S))
+            drained = [delivery_obs(d) for d in ctx.drain(q, ctx.recovery_left(RECOVERY_S), op_timeout=ctx.recovery_left(RECOVERY_S))]
             unavailable = None
         except (ConnectionLost, ChannelClosed, OperationTimeout) as exc:
             drained, unavailable = [], f"{type(exc).__name__}: {exc}"
