@@ -165,9 +165,10 @@ class Session(abc.ABC):
 
     @abc.abstractmethod
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None,
-                browse: bool = False) -> Consumer:
+                browse: bool = False, exclusive: bool = False) -> Consumer:
         """Subscribe. ``browse``: see messages without acquiring them (AMQP 1.0 distribution-mode copy);
-        a protocol without browsing raises Unsupported."""
+        a protocol without browsing raises Unsupported. ``exclusive``: AMQP 0-9-1 basic.consume
+        exclusive (only this consumer may access the queue); a protocol without it raises Unsupported."""
 
     @abc.abstractmethod
     def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:
