@@ -93,10 +93,8 @@ FLAG_FLIPS: dict[str, tuple[Sender, tuple[str, ...], str, bool, str]] = {
                         "turns requeue=true into requeue=false on basic.nack and basic.reject (requeue becomes discard)"),
     "requeue-set": (C, ("basic.nack", "basic.reject"), "requeue", True,
                     "turns requeue=false into requeue=true on basic.nack and basic.reject (discard becomes requeue)"),
-    "consume-exclusive-cleared": (C, ("basic.consume",), "exclusive", False,
-                                  "turns exclusive=true into exclusive=false on the client's basic.consume (an exclusive consumer becomes a shared one)"),
-    "queue-exclusive-cleared": (C, ("queue.declare",), "exclusive", False,
-                                "turns exclusive=true into exclusive=false on the client's queue.declare (a private queue becomes shared)"),
+    "exclusive-cleared": (C, ("basic.consume", "queue.declare"), "exclusive", False,
+                          "turns exclusive=true into exclusive=false on the client's basic.consume and queue.declare (an exclusive consumer or private queue becomes shared)"),
 }
 for _name, (_sender, _frames, _attr, _to, _text) in FLAG_FLIPS.items():
     operator(_name, P, _text)(type(f"FlagFlipped[{_name}]", (FlagFlipped,),
@@ -631,6 +629,20 @@ class FirstGetTagZeroed(Mutator):
             value.delivery_tag = 1
             return [encode(value, frame.channel)]
         return None
+
+
+@operator("first-get-ok-emptied", P, "answers a channel's first basic.get-ok of a never-delivered message as basic.get-empty (the broker keeps the message unacked until the channel closes)")
+class FirstGetOkEmptied(DeliveryOperator):
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.done: set[int] = set()
+
+    def message(self, channel: int, msg: Message) -> list[bytes]:
+        if msg.method.name != "basic.get-ok" or msg.value.redelivered or channel in self.done:
+            return msg.frames
+        self.done.add(channel)
+        self.applied(f"basic.get-ok delivery_tag {msg.value.delivery_tag} on channel {channel} answered as basic.get-empty")
+        return [encode(commands.Basic.GetEmpty(), channel)]
 
 
 @operator("reply-code-shifted", P, "adds one to the reply code of every channel.close the broker sends for a soft error 403-406 (the right exception, the wrong code)")

@@ -1,0 +1,92 @@
+"""Verdicts of the cases added for issue 17 (rules of the areas no requirement covered before) on
+synthetic observations: a compliant observation passes, each violation fails and says so.
+
+Same contract as tests/test_verdicts.py, whose completeness test counts these examples too."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_verdicts import BASELINE, OPEN, RABBIT, Example, assert_fails, assert_passes, channel_406, d, first, soft, with_
+
+PROFILES = (RABBIT, BASELINE)
+
+RESOURCE_LOCKED = soft(405, "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue 'q' in vhost '/'")
+ACCESS_REFUSED = soft(403, "ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use")
+
+GOOD_OBS = {
+    "TestGetEmpty": {"empty_answer": OPEN, "first": None, "published": ["m1"], "after_publish": d("m1", 1)},
+    "TestDeliveryTagNonZero": {"published": ["m1", "m2", "m3"],
+                               "tags": [{"via": "basic.get-ok", "id": "m1", "tag": 1},
+                                        {"via": "basic.deliver", "id": "m2", "tag": 2},
+                                        {"via": "basic.deliver", "id": "m3", "tag": 3}]},
+    "TestConsumeExclusiveRefused": {"answer": ACCESS_REFUSED, "published": ["m1"], "owner_got": "m1"},
+    "TestSixteenConsumers": {"accepted": 16, "refusal": None, "reported": 16},
+    "TestExclusiveQueueLocked": {"declared": OPEN, "passive": RESOURCE_LOCKED, "consume": RESOURCE_LOCKED, "owner_use": OPEN},
+    "TestOrderPreserved": {"published": [{"id": f"m{i}", "persistent": i % 2 == 0} for i in range(1, 9)],
+                           "delivered": first(*[f"m{i}" for i in range(1, 9)])},
+}
+G = GOOD_OBS
+
+SPEC_GOOD: list[Example] = [
+    Example(case, f"{p.id}-{qt}", obs, queue_type=qt, profile=p)
+    for case, obs in GOOD_OBS.items() for p in PROFILES for qt in (None, *p.queue_types)
+]
+
+#: (example, fragment the observed text must contain)
+SPEC_VIOLATION_TABLE: list[tuple[Example, str]] = [
+    # ACK-GET-EMPTY
+    (Example("TestGetEmpty", "get-on-empty-queue-is-an-error", with_(G["TestGetEmpty"], empty_answer=channel_406("PRECONDITION_FAILED - empty"), after_publish=None)),
+     "closed with 406"),
+    (Example("TestGetEmpty", "get-empty-although-a-message-is-ready", with_(G["TestGetEmpty"], after_publish=None)), "basic.get-empty"),
+    (Example("TestGetEmpty", "get-ok-on-an-empty-queue", with_(G["TestGetEmpty"], first=d("ghost", 1))), "basic.get-ok"),
+    (Example("TestGetEmpty", "get-ok-with-another-message", with_(G["TestGetEmpty"], after_publish=d("m9", 1))), "get-ok with m9"),
+    # ACK-DELIVERY-TAG-NON-ZERO
+    (Example("TestDeliveryTagNonZero", "get-ok-tag-zero",
+             with_(G["TestDeliveryTagNonZero"], tags=[{**G["TestDeliveryTagNonZero"]["tags"][0], "tag": 0}, *G["TestDeliveryTagNonZero"]["tags"][1:]])),
+     "tag 0"),
+    (Example("TestDeliveryTagNonZero", "deliver-tags-from-zero",
+             with_(G["TestDeliveryTagNonZero"], tags=[{"via": "basic.deliver", "id": f"m{i + 1}", "tag": i} for i in range(3)])),
+     "basic.deliver m1 tag 0"),
+    (Example("TestDeliveryTagNonZero", "a-delivery-missing", with_(G["TestDeliveryTagNonZero"], tags=G["TestDeliveryTagNonZero"]["tags"][:2])),
+     "m2 tag 2"),
+    # ACK-CONSUME-EXCLUSIVE-REFUSED
+    (Example("TestConsumeExclusiveRefused", "exclusive-consume-granted", with_(G["TestConsumeExclusiveRefused"], answer=OPEN)), "no channel exception"),
+    (Example("TestConsumeExclusiveRefused", "refused-with-resource-locked", with_(G["TestConsumeExclusiveRefused"], answer=RESOURCE_LOCKED)), "405"),
+    (Example("TestConsumeExclusiveRefused", "refused-by-connection-close",
+             with_(G["TestConsumeExclusiveRefused"], answer={"closed": True, "code": 403, "text": "ACCESS_REFUSED", "hard": True})), "connection closed"),
+    (Example("TestConsumeExclusiveRefused", "existing-consumer-lost-the-queue", with_(G["TestConsumeExclusiveRefused"], owner_got=None)), "got None"),
+    # ACK-SIXTEEN-CONSUMERS
+    (Example("TestSixteenConsumers", "eighth-refused",
+             with_(G["TestSixteenConsumers"], accepted=7, refusal=soft(406, "PRECONDITION_FAILED - too many consumers"), reported=7)), "7 basic.consume accepted"),
+    (Example("TestSixteenConsumers", "queue-reports-fewer", with_(G["TestSixteenConsumers"], reported=1)), "reports 1"),
+    # PERSIST-EXCLUSIVE-QUEUE-LOCKED
+    (Example("TestExclusiveQueueLocked", "passive-declare-from-another-connection-allowed",
+             with_(G["TestExclusiveQueueLocked"], passive=OPEN)), "no channel exception"),
+    (Example("TestExclusiveQueueLocked", "consume-from-another-connection-allowed",
+             with_(G["TestExclusiveQueueLocked"], consume=OPEN)), "no channel exception"),
+    (Example("TestExclusiveQueueLocked", "locked-with-the-wrong-code",
+             with_(G["TestExclusiveQueueLocked"], consume=ACCESS_REFUSED)), "403"),
+    (Example("TestExclusiveQueueLocked", "owner-locked-out-too",
+             with_(G["TestExclusiveQueueLocked"], owner_use=RESOURCE_LOCKED)), "closed with 405"),
+    (Example("TestExclusiveQueueLocked", "exclusive-declare-refused",
+             with_(G["TestExclusiveQueueLocked"], declared=soft(406, "PRECONDITION_FAILED - exclusive"), passive=None, consume=None, owner_use=None)), "406"),
+    # PUBLISH-ORDER-PRESERVED
+    (Example("TestOrderPreserved", "transient-overtakes-persistent",
+             with_(G["TestOrderPreserved"], delivered=first("m1", "m3", "m2", "m4", "m5", "m6", "m7", "m8"))), "m1', 'm3', 'm2"),
+    (Example("TestOrderPreserved", "persistent-last",
+             with_(G["TestOrderPreserved"], delivered=first("m1", "m3", "m5", "m7", "m2", "m4", "m6", "m8"))), "'m7', 'm2'"),
+    (Example("TestOrderPreserved", "first-delivery-marked-redelivered",
+             with_(G["TestOrderPreserved"], delivered=[*first(*[f"m{i}" for i in range(1, 8)]), d("m8", 8, redelivered=True)])), "redelivered set on ['m8']"),
+]
+SPEC_VIOLATIONS = [e for e, _ in SPEC_VIOLATION_TABLE]
+
+
+@pytest.mark.parametrize("ex", [e.param() for e in SPEC_GOOD])
+def test_compliant_observation_passes(ex: Example) -> None:
+    assert_passes(ex)
+
+
+@pytest.mark.parametrize("ex,shows", [pytest.param(e, s, id=e.id) for e, s in SPEC_VIOLATION_TABLE])
+def test_violation_fails(ex: Example, shows: str) -> None:
+    assert_fails(ex, shows)
