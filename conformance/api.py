@@ -193,7 +193,9 @@ class Session(abc.ABC):
     def recover(self, *, requeue: bool = True) -> None: ...
 
     @abc.abstractmethod
-    def qos(self, prefetch: int, *, global_: bool = False) -> None: ...
+    def qos(self, prefetch: int, *, global_: bool = False, prefetch_size: int = 0) -> None:
+        """basic.qos prefetch-count ``prefetch`` (0: no limit); ``prefetch_size``: the window in octets
+        (AMQP 0-9-1; a protocol without it raises Unsupported for a non-zero value)."""
 
     @abc.abstractmethod
     def sync(self) -> None:

@@ -23,6 +23,7 @@ GOOD_OBS = {
     "TestConsumeExclusiveRefused": {"answer": ACCESS_REFUSED, "published": ["m1"], "owner_got": "m1"},
     "TestSixteenConsumers": {"accepted": 16, "refusal": None, "reported": 16},
     "TestExclusiveQueueLocked": {"declared": OPEN, "passive": RESOURCE_LOCKED, "consume": RESOURCE_LOCKED, "owner_use": OPEN},
+    "TestPrefetchSizeSingleMessage": {"qos": OPEN, "published": ["m1"], "delivered": ["m1"]},
     "TestOrderPreserved": {"published": [{"id": f"m{i}", "persistent": i % 2 == 0} for i in range(1, 9)],
                            "delivered": first(*[f"m{i}" for i in range(1, 9)])},
 }
@@ -71,6 +72,11 @@ SPEC_VIOLATION_TABLE: list[tuple[Example, str]] = [
              with_(G["TestExclusiveQueueLocked"], owner_use=RESOURCE_LOCKED)), "closed with 405"),
     (Example("TestExclusiveQueueLocked", "exclusive-declare-refused",
              with_(G["TestExclusiveQueueLocked"], declared=soft(406, "PRECONDITION_FAILED - exclusive"), passive=None, consume=None, owner_use=None)), "406"),
+    # PREFETCH-SIZE-SINGLE-MESSAGE
+    (Example("TestPrefetchSizeSingleMessage", "prefetch-size-refused",
+             with_(G["TestPrefetchSizeSingleMessage"], qos={"closed": True, "code": 540, "text": "NOT_IMPLEMENTED - prefetch_size!=0 (1)", "hard": True}, delivered=[])),
+     "connection closed with 540"),
+    (Example("TestPrefetchSizeSingleMessage", "single-message-held-back", with_(G["TestPrefetchSizeSingleMessage"], delivered=[])), "delivered []"),
     # PUBLISH-ORDER-PRESERVED
     (Example("TestOrderPreserved", "transient-overtakes-persistent",
              with_(G["TestOrderPreserved"], delivered=first("m1", "m3", "m2", "m4", "m5", "m6", "m7", "m8"))), "m1', 'm3', 'm2"),
@@ -90,3 +96,12 @@ def test_compliant_observation_passes(ex: Example) -> None:
 @pytest.mark.parametrize("ex,shows", [pytest.param(e, s, id=e.id) for e, s in SPEC_VIOLATION_TABLE])
 def test_violation_fails(ex: Example, shows: str) -> None:
     assert_fails(ex, shows)
+
+
+def test_rabbitmq_s_refusal_of_prefetch_size_is_spec_fail_beside_a_documented_deviation() -> None:
+    from conformance.verdict import Outcome, apply_profile
+
+    ex = next(e for e, _ in SPEC_VIOLATION_TABLE if e.name == "prefetch-size-refused")
+    v = apply_profile(ex.judge(), "PREFETCH-SIZE-SINGLE-MESSAGE", None, RABBIT)
+    assert v.outcome is Outcome.DEVIATION and v.spec == "fail" and "rabbit_channel.erl" in v.citation
+    assert apply_profile(ex.judge(), "PREFETCH-SIZE-SINGLE-MESSAGE", None, BASELINE).outcome is Outcome.FAIL

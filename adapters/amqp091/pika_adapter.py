@@ -248,8 +248,8 @@ class PikaSession(Session):
         self.channel.basic_recover(requeue=requeue)
 
     @translate
-    def qos(self, prefetch: int, *, global_: bool = False) -> None:
-        self.channel.basic_qos(prefetch_count=prefetch, global_qos=global_)
+    def qos(self, prefetch: int, *, global_: bool = False, prefetch_size: int = 0) -> None:
+        self.channel.basic_qos(prefetch_size=prefetch_size, prefetch_count=prefetch, global_qos=global_)
 
     @translate
     def declare_exchange(self, name: str, kind: str = "direct") -> None:

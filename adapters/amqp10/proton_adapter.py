@@ -527,7 +527,9 @@ class ProtonSession(Session):
     def recover(self, *, requeue: bool = True) -> None:
         raise Unsupported("AMQP 1.0 has no basic.recover: a receiver releases deliveries one by one")
 
-    def qos(self, prefetch: int, *, global_: bool = False) -> None:
+    def qos(self, prefetch: int, *, global_: bool = False, prefetch_size: int = 0) -> None:
+        if prefetch_size:
+            raise Unsupported("AMQP 1.0 link credit counts messages; there is no prefetch window in octets")
         if global_:
             raise Unsupported("AMQP 1.0 has link credit only; there is no session- or connection-wide prefetch")
         self._default_prefetch = prefetch or None
