@@ -74,6 +74,7 @@ class Row:
     verdicts: tuple[str, ...]  # "REQ: spec/vendor (cases)"
     suite: str  # pass, fail, not run
     agreement: str  # agree, disagree, option, not run
+    comment: str = ""  # the suite's explanation of a disagreement (grades file)
 
 
 def _verdicts(records: list[dict[str, Any]], req: str) -> tuple[str, str]:
@@ -82,8 +83,9 @@ def _verdicts(records: list[dict[str, Any]], req: str) -> tuple[str, str]:
         return "not run", f"{req}: not run"
     spec = sorted({r.get("spec_verdict", "n/a") for r in mine})
     vendor = sorted({r.get("verdict", "?") for r in mine})
-    return ("fail" if "fail" in spec else "pass" if spec == ["pass"] else "/".join(spec)), \
-        f"{req}: spec {'/'.join(spec)}, vendor {'/'.join(vendor)} ({len(mine)} case{'s' if len(mine) != 1 else ''})"
+    judged = [v for v in spec if v != "n/a"]  # unsupported, error...: the spec was not judged there
+    status = "fail" if "fail" in judged else "pass" if judged and all(v == "pass" for v in judged) else "not judged"
+    return status, f"{req}: spec {'/'.join(spec)}, vendor {'/'.join(vendor)} ({len(mine)} case{'s' if len(mine) != 1 else ''})"
 
 
 def compare(records: Iterable[dict[str, Any]], grades: Grades, rows: list[RuleCoverage] | None = None) -> list[Row]:
@@ -94,8 +96,8 @@ def compare(records: Iterable[dict[str, Any]], grades: Grades, rows: list[RuleCo
             continue
         g = grades.grades[c.rule.id]
         per = [_verdicts(records, req) for req in c.requirements]
-        run = [s for s, _ in per if s != "not run"]
-        suite = "not run" if not run else "fail" if "fail" in run else "pass" if all(s == "pass" for s in run) else "/".join(sorted(set(run)))
+        run = [s for s, _ in per if s not in ("not run", "not judged")]
+        suite = "not run" if not run else "fail" if "fail" in run else "pass"
         says = vendor_conforms(g["status"], c.rule.keyword)
         if suite == "not run":
             agreement = "not run"
@@ -103,7 +105,8 @@ def compare(records: Iterable[dict[str, Any]], grades: Grades, rows: list[RuleCo
             agreement = "option"
         else:
             agreement = "agree" if says == (suite == "pass") else "disagree"
-        out.append(Row(c.rule.id, c.rule.keyword, g["status"], g.get("note", ""), c.requirements, tuple(t for _, t in per), suite, agreement))
+        out.append(Row(c.rule.id, c.rule.keyword, g["status"], g.get("note", ""), c.requirements, tuple(t for _, t in per), suite, agreement,
+                       g.get("comment", "")))
     return out
 
 
@@ -124,6 +127,12 @@ def render(rows: list[Row], grades: Grades, meta: dict[str, Any]) -> str:
     for r in rows:
         grade = r.vendor_status + (f" ({r.vendor_note})" if r.vendor_note else "")
         lines.append(f"| `{r.rule}` | {r.keyword} | {grade} | {r.suite} | {r.agreement} | {'; '.join(r.verdicts)} |")
+    odd = [r for r in rows if r.agreement in ("disagree", "option")]
+    if odd:
+        lines += ["", "## Disagreements and options", ""]
+        for r in odd:
+            lines.append(f"- `{r.rule}` ({r.keyword}; {grades.vendor}: {r.vendor_status}; suite: {r.suite}, {r.agreement}): "
+                         + (r.comment or "no explanation recorded in the grades file."))
     return "\n".join(lines) + "\n"
 
 

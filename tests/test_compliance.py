@@ -63,3 +63,4 @@ def test_the_committed_comparison_covers_every_rule_both_the_suite_covers_and_ra
     listed = set(re.findall(r"^\| `([^`]+)` \|", DOC.read_text(), re.M))
     assert listed == expected, f"regenerate {DOC.name}: python3 -m conformance.compliance RUN/results.jsonl --out {DOC}"
     assert " disagree |" not in DOC.read_text() or "## Disagreements" in DOC.read_text()
+    assert "no explanation recorded" not in DOC.read_text(), "every disagreement and option needs a comment in the grades file"
