@@ -159,9 +159,13 @@ class Session(abc.ABC):
         persistent: bool = False,
         headers: dict[str, Any] | None = None,
         expiration_ms: int | None = None,
+        priority: int | None = None,
+        exchange: str = "",
     ) -> None:
         """Send one message to ``queue`` (0-9-1: default exchange, routing key = queue);
-        ``expiration_ms`` is the per-message TTL."""
+        ``expiration_ms`` is the per-message TTL; ``priority`` the message priority (0-9);
+        ``exchange``: publish to this exchange with ``queue`` as the routing key (AMQP 0-9-1; a
+        protocol without exchanges raises Unsupported)."""
 
     @abc.abstractmethod
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None,

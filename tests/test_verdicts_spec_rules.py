@@ -23,6 +23,9 @@ GOOD_OBS = {
     "TestConsumeExclusiveRefused": {"answer": ACCESS_REFUSED, "published": ["m1"], "owner_got": "m1"},
     "TestSixteenConsumers": {"accepted": 16, "refusal": None, "reported": 16},
     "TestExclusiveQueueLocked": {"declared": OPEN, "passive": RESOURCE_LOCKED, "consume": RESOURCE_LOCKED, "owner_use": OPEN},
+    "TestPriorityTwoLevels": {"published": [{"id": "low1", "priority": 0}, {"id": "low2", "priority": 0}, {"id": "low3", "priority": 0}, {"id": "high", "priority": 9}],
+                              "delivered": first("high", "low1", "low2", "low3")},
+    "TestUnknownExchange": {"exchange": "conformance.missing.x", "answer": soft(404, "NOT_FOUND - no exchange 'conformance.missing.x' in vhost '/'")},
     "TestPrefetchSizeSingleMessage": {"qos": OPEN, "published": ["m1"], "delivered": ["m1"]},
     "TestOrderPreserved": {"published": [{"id": f"m{i}", "persistent": i % 2 == 0} for i in range(1, 9)],
                            "delivered": first(*[f"m{i}" for i in range(1, 9)])},
@@ -72,6 +75,15 @@ SPEC_VIOLATION_TABLE: list[tuple[Example, str]] = [
              with_(G["TestExclusiveQueueLocked"], owner_use=RESOURCE_LOCKED)), "closed with 405"),
     (Example("TestExclusiveQueueLocked", "exclusive-declare-refused",
              with_(G["TestExclusiveQueueLocked"], declared=soft(406, "PRECONDITION_FAILED - exclusive"), passive=None, consume=None, owner_use=None)), "406"),
+    # PUBLISH-PRIORITY-TWO-LEVELS
+    (Example("TestPriorityTwoLevels", "fifo-whatever-the-priority", with_(G["TestPriorityTwoLevels"], delivered=first("low1", "low2", "low3", "high"))),
+     "['low1', 'low2', 'low3', 'high']"),
+    (Example("TestPriorityTwoLevels", "high-priority-lost", with_(G["TestPriorityTwoLevels"], delivered=first("low1", "low2", "low3"))), "['low1', 'low2', 'low3']"),
+    # PUBLISH-UNKNOWN-EXCHANGE-404
+    (Example("TestUnknownExchange", "publish-to-missing-exchange-dropped-silently", with_(G["TestUnknownExchange"], answer=OPEN)), "no channel exception"),
+    (Example("TestUnknownExchange", "missing-exchange-closes-the-connection",
+             with_(G["TestUnknownExchange"], answer={"closed": True, "code": 404, "text": "NOT_FOUND", "hard": True})), "connection closed with 404"),
+    (Example("TestUnknownExchange", "wrong-code", with_(G["TestUnknownExchange"], answer=channel_406())), "closed with 406"),
     # PREFETCH-SIZE-SINGLE-MESSAGE
     (Example("TestPrefetchSizeSingleMessage", "prefetch-size-refused",
              with_(G["TestPrefetchSizeSingleMessage"], qos={"closed": True, "code": 540, "text": "NOT_IMPLEMENTED - prefetch_size!=0 (1)", "hard": True}, delivered=[])),
@@ -105,3 +117,14 @@ def test_rabbitmq_s_refusal_of_prefetch_size_is_spec_fail_beside_a_documented_de
     v = apply_profile(ex.judge(), "PREFETCH-SIZE-SINGLE-MESSAGE", None, RABBIT)
     assert v.outcome is Outcome.DEVIATION and v.spec == "fail" and "rabbit_channel.erl" in v.citation
     assert apply_profile(ex.judge(), "PREFETCH-SIZE-SINGLE-MESSAGE", None, BASELINE).outcome is Outcome.FAIL
+
+
+def test_rabbitmq_3_ignoring_priorities_is_spec_fail_beside_a_documented_deviation() -> None:
+    from conformance.verdict import Outcome, apply_profile
+
+    ex = next(e for e, _ in SPEC_VIOLATION_TABLE if e.name == "fifo-whatever-the-priority")
+    for qt in ("classic", "quorum"):
+        v = apply_profile(ex.judge(), "PUBLISH-PRIORITY-TWO-LEVELS", qt, RABBIT)
+        assert v.outcome is Outcome.DEVIATION and v.spec == "fail" and "priority" in v.citation
+    lost = next(e for e, _ in SPEC_VIOLATION_TABLE if e.name == "high-priority-lost")
+    assert apply_profile(lost.judge(), "PUBLISH-PRIORITY-TWO-LEVELS", "classic", RABBIT).outcome is Outcome.FAIL

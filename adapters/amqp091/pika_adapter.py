@@ -208,14 +208,17 @@ class PikaSession(Session):
         persistent: bool = False,
         headers: dict[str, Any] | None = None,
         expiration_ms: int | None = None,
+        priority: int | None = None,
+        exchange: str = "",
     ) -> None:
         props = pika.BasicProperties(
             message_id=message_id,
             delivery_mode=pika.DeliveryMode.Persistent if persistent else pika.DeliveryMode.Transient,
             headers=headers,
             expiration=str(expiration_ms) if expiration_ms is not None else None,
+            priority=priority,
         )
-        self.channel.basic_publish("", queue, body, properties=props, mandatory=True)
+        self.channel.basic_publish(exchange, queue, body, properties=props, mandatory=True)
 
     @translate
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None,

@@ -395,10 +395,15 @@ class ProtonSession(Session):
         self._confirms = True
 
     def publish(self, queue: str, body: bytes, *, message_id: str | None = None, persistent: bool = False,
-                headers: dict[str, Any] | None = None, expiration_ms: int | None = None) -> None:
+                headers: dict[str, Any] | None = None, expiration_ms: int | None = None, priority: int | None = None,
+                exchange: str = "") -> None:
+        if exchange:
+            raise Unsupported("AMQP 1.0 addresses nodes, not exchanges with routing keys")
         self._check()
         s = self._sender(queue)
         msg = Message(body=body, id=message_id, durable=persistent)  # durable set explicitly: brokers differ on its default
+        if priority is not None:
+            msg.priority = priority
         if headers:
             msg.properties = dict(headers)
         if expiration_ms is not None:
