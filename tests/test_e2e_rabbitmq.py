@@ -234,7 +234,7 @@ def test_persistence_area_restarts_and_kills_a_launched_node(tmp_path: Path) -> 
     out = tmp_path / "run"
     proc = run_cli("run", "--area", "persist", "--out", str(out), timeout=400)
     recs = {(r["requirement"], r["queue_type"], r["variant"]): r for r in read_results(out)}
-    assert len(recs) == 8, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert len(recs) == 9, proc.stdout[-3000:] + proc.stderr[-2000:]  # 8 restart/kill cases + the exclusive-queue lock
     flaky_loss = []
     for key, r in recs.items():
         if key == ("PERSIST-CONFIRMED-SURVIVES", "quorum", "kill") and r["verdict"] == "deviation":
