@@ -159,15 +159,20 @@ class Session(abc.ABC):
         persistent: bool = False,
         headers: dict[str, Any] | None = None,
         expiration_ms: int | None = None,
+        priority: int | None = None,
+        exchange: str = "",
     ) -> None:
         """Send one message to ``queue`` (0-9-1: default exchange, routing key = queue);
-        ``expiration_ms`` is the per-message TTL."""
+        ``expiration_ms`` is the per-message TTL; ``priority`` the message priority (0-9);
+        ``exchange``: publish to this exchange with ``queue`` as the routing key (AMQP 0-9-1; a
+        protocol without exchanges raises Unsupported)."""
 
     @abc.abstractmethod
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None,
-                browse: bool = False) -> Consumer:
+                browse: bool = False, exclusive: bool = False) -> Consumer:
         """Subscribe. ``browse``: see messages without acquiring them (AMQP 1.0 distribution-mode copy);
-        a protocol without browsing raises Unsupported."""
+        a protocol without browsing raises Unsupported. ``exclusive``: AMQP 0-9-1 basic.consume
+        exclusive (only this consumer may access the queue); a protocol without it raises Unsupported."""
 
     @abc.abstractmethod
     def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:
@@ -192,7 +197,9 @@ class Session(abc.ABC):
     def recover(self, *, requeue: bool = True) -> None: ...
 
     @abc.abstractmethod
-    def qos(self, prefetch: int, *, global_: bool = False) -> None: ...
+    def qos(self, prefetch: int, *, global_: bool = False, prefetch_size: int = 0) -> None:
+        """basic.qos prefetch-count ``prefetch`` (0: no limit); ``prefetch_size``: the window in octets
+        (AMQP 0-9-1; a protocol without it raises Unsupported for a non-zero value)."""
 
     @abc.abstractmethod
     def sync(self) -> None:

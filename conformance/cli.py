@@ -139,14 +139,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _list_rules(args: argparse.Namespace) -> int:
     """Issue 17: every spec rule, covered by which requirements or why not; closing figures."""
-    from conformance.coverage import closing_line, coverage, figures
+    from conformance.coverage import as_data, closing_line, coverage, figures
 
     rows = [c for c in coverage() if not args.area or c.rule.area == args.area]
     figs = figures(rows)
     if args.json:
-        print(json.dumps({"rules": [{"protocol": c.rule.protocol, "id": c.rule.id, "keyword": c.rule.keyword, "area": c.rule.area,
-                                     "quote": c.rule.quote, "testable": c.rule.testable, "requirements": list(c.requirements),
-                                     "reason": c.reason} for c in rows], "figures": figs}, indent=2))
+        print(json.dumps(as_data(rows), indent=2))
         return EXIT_OK
     from rich.console import Console
     from rich.table import Table

@@ -61,3 +61,14 @@ def closing_line(figs: dict[str, dict[str, int]]) -> str:
         f"(testable MUST/SHOULD covered: {f['testable_must_should_covered']}/{f['testable_must_should']})"
         for p, f in figs.items()
     )
+
+
+def as_data(rows: list[RuleCoverage] | None = None) -> dict[str, object]:
+    """The map as plain data (``conformance list --rules --json``, the report's coverage section)."""
+    rows = coverage() if rows is None else rows
+    return {
+        "rules": [{"protocol": c.rule.protocol, "id": c.rule.id, "keyword": c.rule.keyword, "area": c.rule.area,
+                   "quote": c.rule.quote, "testable": c.rule.testable, "requirements": list(c.requirements),
+                   "reason": c.reason} for c in rows],
+        "figures": figures(rows),
+    }

@@ -105,10 +105,23 @@ def context(result: dict[str, Any]) -> dict[str, Any]:
         "duration_chart": bar_chart(durations, unit="s", title="95th percentile case duration by target and area"),
         "flaky_chart": bar_chart([(f"{f['column'][:20]} · {f['case_id'][-24:]}", f["pass_rate"] * 100) for f in flaky[:30]],
                                  unit="% pass", title="Pass rate of flaky cases"),
-        "killmatrices": kms, "summary": result["summary"],
+        "killmatrices": kms, "summary": result["summary"], "coverage": coverage_context(result, grid, columns),
         "unfinished": [r for r in result.get("runs", []) if not r["finished"]], "flaky_cells": flaky_cells(cells),
         "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "version": result.get("suite_version", ""),
     }
+
+
+def coverage_context(result: dict[str, Any], grid: dict[tuple[str, str], dict[str, Any]], columns: list[str]) -> dict[str, Any] | None:
+    """The report's spec-coverage section: each rule with its covering requirements and their cells
+    in this report (worst verdict per target column), or why no requirement covers it."""
+    data = result.get("rule_coverage")
+    if not data:
+        return None
+    rules = []
+    for r in data["rules"]:
+        reqs = [{"id": req, "cells": [grid.get((req, col)) for col in columns]} for req in r["requirements"]]
+        rules.append({**r, "covering": reqs})
+    return {"rules": rules, "figures": data["figures"]}
 
 
 def render_html(result: dict[str, Any]) -> str:

@@ -75,6 +75,14 @@ def run_statuses(files: list[str], baseline_files: list[str], spark: Any | None 
     return out
 
 
+def rule_coverage() -> dict[str, Any]:
+    """The spec rules of the catalogue this report was built with, covered by which requirements or
+    why not (issue 17): static data of the suite, not of the runs, so computed outside Spark."""
+    from conformance.coverage import as_data
+
+    return as_data()
+
+
 def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, master: str | None = None) -> dict[str, Any]:
     from conformance import __version__
     from reports.ingest import result_files
@@ -88,6 +96,7 @@ def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, mas
             base, _ = figures(spark, baseline)
             result["diff"] = analysis.compare(base["cells"], result["cells"])
         result["killmatrices"] = killmatrices(paths)
+        result["rule_coverage"] = rule_coverage()
         result["suite_version"] = __version__
         out.mkdir(parents=True, exist_ok=True)
         cells_df = result.pop("_cells_df")

@@ -207,10 +207,9 @@ def test_a_failing_case_carries_its_wire_trace_into_junit_and_allure(rabbit: Rab
     recs = {(r["queue_type"], r["variant"]): r for r in read_results(out)}
     fin = recs[("classic", "fin")]
     assert fin["verdict"] == "fail" and "delivered" in fin["observed"], proc.stdout[-3000:]
-    # The requirement rests on SHOULD rules (tx atomicity), so its failure is not a MUST failure; the
-    # rollback variant errors (the broker refuses tx.rollback on a channel whose tx.select was eaten).
-    assert fin["level"] == "SHOULD"
-    assert exit_code(list(recs.values())) == EXIT_USAGE
+    # issue 17: the requirement rests on tx/atomic, a SHOULD, so its failure is reported but does not fail the run
+    assert fin["level"] == "SHOULD" and all(r["verdict"] == "fail" for r in recs.values())
+    assert exit_code(list(recs.values())) == EXIT_OK
     trace = "\n".join(fin["wire_trace"])
     assert "basic.publish" in trace and "tx.select" not in trace
     assert "FAULT fin on 1st tx.commit from the client" in trace
@@ -237,7 +236,7 @@ def test_persistence_area_restarts_and_kills_a_launched_node(tmp_path: Path) -> 
     out = tmp_path / "run"
     proc = run_cli("run", "--area", "persist", "--out", str(out), timeout=400)
     recs = {(r["requirement"], r["queue_type"], r["variant"]): r for r in read_results(out)}
-    assert len(recs) == 8, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert len(recs) == 9, proc.stdout[-3000:] + proc.stderr[-2000:]  # 8 restart/kill cases + the exclusive-queue lock
     flaky_loss = []
     for key, r in recs.items():
         if key == ("PERSIST-CONFIRMED-SURVIVES", "quorum", "kill") and r["verdict"] == "deviation":

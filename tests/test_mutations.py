@@ -384,3 +384,49 @@ def test_qos_operators() -> None:
 def test_durable_cleared_rewrites_the_clients_transfers_only() -> None:
     to_server, to_client, _, m = run("durable-cleared", [(C, transfer10(0, first_acquirer=False)), (S, transfer10(1, first_acquirer=False))])
     assert header10(to_server[0])[0] is False and header10(to_client[0])[0] is True and m.rewritten == 1
+
+
+# -- issue 17: operators for the newly covered rules -----------------------------------------------
+
+def persistent_deliver(tag: int, mode: int, mid: str) -> list[Frame]:
+    props = commands.Basic.Properties(message_id=mid, delivery_mode=mode)
+    return frames091((commands.Basic.Deliver("ctag", tag, False, "", "q"), 1),
+                     (pheader.ContentHeader(0, 1, props), 1), (pbody.ContentBody(b"x"), 1))
+
+
+def test_transient_overtakes_persistent_swaps_only_a_persistent_then_transient_pair() -> None:
+    stream = [(S, f) for f in persistent_deliver(1, 1, "m1") + persistent_deliver(2, 2, "m2") + persistent_deliver(3, 1, "m3")
+              + persistent_deliver(4, 2, "m4") + persistent_deliver(5, 2, "m5")]
+    io = IO()
+    _, to_client, io, _ = run("transient-overtakes-persistent", stream, io)
+    for fire in io.timers:
+        fire()
+    tags = [v.delivery_tag for v in decoded(to_client + io.client) if isinstance(v, commands.Basic.Deliver)]
+    assert tags == [1, 3, 2, 4, 5]  # m3 (transient) overtook m2 (persistent); m4 and m5 in order
+
+
+def test_first_get_tag_zeroed_maps_the_clients_settlement_back() -> None:
+    get_ok = frames091((commands.Basic.GetOk(1, False, "", "q", 0), 1), (pheader.ContentHeader(0, 1, commands.Basic.Properties()), 1),
+                       (pbody.ContentBody(b"x"), 1))
+    ack0 = frames091((commands.Basic.Ack(0, False), 1))
+    ack_all = frames091((commands.Basic.Ack(0, True), 1))
+    to_server, to_client, *_ = run("first-get-tag-zeroed", [(S, f) for f in get_ok] + [(C, f) for f in ack0 + ack_all])
+    assert [v.delivery_tag for v in decoded(to_client) if isinstance(v, commands.Basic.GetOk)] == [0]
+    assert [(a.delivery_tag, a.multiple) for a in decoded(to_server)] == [(1, False), (0, True)]
+
+
+def test_first_get_ok_emptied_answers_only_the_first_fresh_get() -> None:
+    def get_ok(tag: int, redelivered: bool = False) -> list[Frame]:
+        return frames091((commands.Basic.GetOk(tag, redelivered, "", "q", 0), 1),
+                         (pheader.ContentHeader(0, 1, commands.Basic.Properties()), 1), (pbody.ContentBody(b"x"), 1))
+    _, to_client, *_ = run("first-get-ok-emptied", [(S, f) for f in get_ok(1) + get_ok(2)])
+    assert [type(v).__name__ for v in decoded(to_client)] == ["GetEmpty", "GetOk", "ContentHeader", "ContentBody"]
+
+
+def test_reply_code_shifted_and_exclusive_cleared() -> None:
+    close = frames091((commands.Channel.Close(405, "RESOURCE_LOCKED", 50, 10), 1), (commands.Channel.Close(320, "forced", 0, 0), 2))
+    _, to_client, *_ = run("reply-code-shifted", [(S, f) for f in close])
+    assert [c.reply_code for c in decoded(to_client)] == [406, 320]
+    declare = frames091((commands.Queue.Declare(queue="q", exclusive=True), 1), (commands.Basic.Consume(queue="q", exclusive=True), 1))
+    to_server, *_ = run("exclusive-cleared", [(C, f) for f in declare])
+    assert [v.exclusive for v in decoded(to_server)] == [False, False]

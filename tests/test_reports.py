@@ -205,6 +205,9 @@ def test_report_outputs_and_the_page_in_a_real_browser(spark: Any, tmp_path: Pat
     assert "<script>x</script>" not in page and "&lt;script&gt;" in page  # traces are escaped
     assert "http" not in page.split("<body>")[0]  # nothing loaded from a network
     assert "Suite strength" in page and "acks-dropped" in page
+    assert 'id="coverage"' in page and 'id="rule-amqp-0-9-1-basic-reject-requeue-01"' in page  # issue 17: the coverage section
+    assert "not testable: a client obligation" in page
+    assert json.loads((out / "matrix.json").read_text())["rule_coverage"]["figures"]["amqp-0-9-1"]["total"] > 0
     md = (out / "summary.md").read_text()
     assert "| RabbitMQ 3.10.8 amqp-0-9-1 classic |" in md and "ACK-E" in md
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -233,3 +236,19 @@ def test_gate_command_exit_codes_and_xpass(spark: Any, tmp_path: Path, capsys: p
     assert main(["gate", "--baseline", base, "--current", cur, "--known", str(known)]) == 0
     out = capsys.readouterr().out
     assert "KNOWN ACK-A" in out and "XPASS ACK-C" in out and "gate: PASSED" in out
+
+
+def test_coverage_section_shows_each_rule_with_its_requirements_verdicts_or_why_none() -> None:
+    """Issue 17, without Spark: the section's data joins the rule map with the report's cells."""
+    from conformance.coverage import as_data
+    from reports.render import coverage_context
+
+    grid = {("NACK-REJECT-REQUEUE", "RabbitMQ 3.10.8 amqp-0-9-1 classic"): {"verdict": "deviation", "label": "deviation"}}
+    ctx = coverage_context({"rule_coverage": as_data()}, grid, ["RabbitMQ 3.10.8 amqp-0-9-1 classic"])
+    assert ctx is not None
+    rows = {(r["protocol"], r["id"]): r for r in ctx["rules"]}
+    reject = rows[("amqp-0-9-1", "basic/reject/requeue/01")]
+    assert reject["covering"] == [{"id": "NACK-REJECT-REQUEUE", "cells": [{"verdict": "deviation", "label": "deviation"}]}]
+    assert rows[("amqp-0-9-1", "basic/reject/03")]["reason"].startswith("not testable")
+    assert set(ctx["figures"]) == {"amqp-0-9-1", "amqp-1.0"}
+    assert coverage_context({}, grid, []) is None  # a result built before issue 17 renders without the section

@@ -99,7 +99,8 @@ def test_coverage_map_names_covering_requirements_or_a_reason() -> None:
     rows = {c.rule.ref: c for c in coverage()}
     assert rows["amqp-0-9-1 basic/reject/requeue/01"].requirements == ("NACK-REJECT-REQUEUE",)
     assert "not testable" in rows["amqp-0-9-1 basic/reject/03"].reason
-    assert rows["amqp-0-9-1 delivery-tag/non-zero"].reason == UNCOVERED_TESTABLE
+    assert rows["amqp-0-9-1 delivery-tag/non-zero"].requirements == ("ACK-DELIVERY-TAG-NON-ZERO",)
+    assert rows["amqp-0-9-1 basic/publish/immediate/01"].reason == UNCOVERED_TESTABLE
     figs = figures(list(rows.values()))
     for f in figs.values():
         assert 0 < f["covered"] <= f["total"] and f["testable"] <= f["total"]

@@ -123,14 +123,14 @@ def _translate(fn: F, *, watch: bool) -> F:
 
 
 class PikaConsumer(Consumer):
-    def __init__(self, session: "PikaSession", queue: str, ack_mode: AckMode) -> None:
+    def __init__(self, session: "PikaSession", queue: str, ack_mode: AckMode, exclusive: bool = False) -> None:
         self.session = session
         self.connection = session.connection
         self.queue = queue
         self.ack_mode = ack_mode
         self.buffer: collections.deque[Delivery] = collections.deque()
         self.tag = session.channel.basic_consume(
-            queue, self._on_message, auto_ack=ack_mode is AckMode.AUTO
+            queue, self._on_message, auto_ack=ack_mode is AckMode.AUTO, exclusive=exclusive
         )
 
     def _on_message(self, _ch: BlockingChannel, method: Any, props: Any, body: bytes) -> None:
@@ -208,23 +208,26 @@ class PikaSession(Session):
         persistent: bool = False,
         headers: dict[str, Any] | None = None,
         expiration_ms: int | None = None,
+        priority: int | None = None,
+        exchange: str = "",
     ) -> None:
         props = pika.BasicProperties(
             message_id=message_id,
             delivery_mode=pika.DeliveryMode.Persistent if persistent else pika.DeliveryMode.Transient,
             headers=headers,
             expiration=str(expiration_ms) if expiration_ms is not None else None,
+            priority=priority,
         )
-        self.channel.basic_publish("", queue, body, properties=props, mandatory=True)
+        self.channel.basic_publish(exchange, queue, body, properties=props, mandatory=True)
 
     @translate
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None,
-                browse: bool = False) -> Consumer:
+                browse: bool = False, exclusive: bool = False) -> Consumer:
         if browse:
             raise Unsupported("AMQP 0-9-1 has no browsing consumer (no distribution mode copy)")
         if prefetch is not None:
             self.channel.basic_qos(prefetch_count=prefetch)
-        return PikaConsumer(self, queue, ack_mode)
+        return PikaConsumer(self, queue, ack_mode, exclusive)
 
     @translate
     def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:
@@ -248,8 +251,8 @@ class PikaSession(Session):
         self.channel.basic_recover(requeue=requeue)
 
     @translate
-    def qos(self, prefetch: int, *, global_: bool = False) -> None:
-        self.channel.basic_qos(prefetch_count=prefetch, global_qos=global_)
+    def qos(self, prefetch: int, *, global_: bool = False, prefetch_size: int = 0) -> None:
+        self.channel.basic_qos(prefetch_size=prefetch_size, prefetch_count=prefetch, global_qos=global_)
 
     @translate
     def declare_exchange(self, name: str, kind: str = "direct") -> None:

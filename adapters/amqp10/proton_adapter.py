@@ -395,10 +395,15 @@ class ProtonSession(Session):
         self._confirms = True
 
     def publish(self, queue: str, body: bytes, *, message_id: str | None = None, persistent: bool = False,
-                headers: dict[str, Any] | None = None, expiration_ms: int | None = None) -> None:
+                headers: dict[str, Any] | None = None, expiration_ms: int | None = None, priority: int | None = None,
+                exchange: str = "") -> None:
+        if exchange:
+            raise Unsupported("AMQP 1.0 addresses nodes, not exchanges with routing keys")
         self._check()
         s = self._sender(queue)
         msg = Message(body=body, id=message_id, durable=persistent)  # durable set explicitly: brokers differ on its default
+        if priority is not None:
+            msg.priority = priority
         if headers:
             msg.properties = dict(headers)
         if expiration_ms is not None:
@@ -424,7 +429,10 @@ class ProtonSession(Session):
             cond = d.remote.condition
             raise AdapterError(f"publish of {message_id} to {s.address} not accepted: broker answered {name}" + (f" ({cond.name}: {cond.description})" if cond else ""))
 
-    def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None, browse: bool = False) -> Consumer:
+    def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None, browse: bool = False,
+                exclusive: bool = False) -> Consumer:
+        if exclusive:
+            raise Unsupported("AMQP 1.0 has no exclusive consumer (basic.consume exclusive is AMQP 0-9-1)")
         self._check()
         self._last_address = self._address(queue)
         return ProtonConsumer(self, queue, ack_mode, prefetch if prefetch is not None else self._default_prefetch, browse)
@@ -524,7 +532,9 @@ class ProtonSession(Session):
     def recover(self, *, requeue: bool = True) -> None:
         raise Unsupported("AMQP 1.0 has no basic.recover: a receiver releases deliveries one by one")
 
-    def qos(self, prefetch: int, *, global_: bool = False) -> None:
+    def qos(self, prefetch: int, *, global_: bool = False, prefetch_size: int = 0) -> None:
+        if prefetch_size:
+            raise Unsupported("AMQP 1.0 link credit counts messages; there is no prefetch window in octets")
         if global_:
             raise Unsupported("AMQP 1.0 has link credit only; there is no session- or connection-wide prefetch")
         self._default_prefetch = prefetch or None

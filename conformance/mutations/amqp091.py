@@ -93,6 +93,8 @@ FLAG_FLIPS: dict[str, tuple[Sender, tuple[str, ...], str, bool, str]] = {
                         "turns requeue=true into requeue=false on basic.nack and basic.reject (requeue becomes discard)"),
     "requeue-set": (C, ("basic.nack", "basic.reject"), "requeue", True,
                     "turns requeue=false into requeue=true on basic.nack and basic.reject (discard becomes requeue)"),
+    "exclusive-cleared": (C, ("basic.consume", "queue.declare"), "exclusive", False,
+                          "turns exclusive=true into exclusive=false on the client's basic.consume and queue.declare (an exclusive consumer or private queue becomes shared)"),
 }
 for _name, (_sender, _frames, _attr, _to, _text) in FLAG_FLIPS.items():
     operator(_name, P, _text)(type(f"FlagFlipped[{_name}]", (FlagFlipped,),
@@ -562,6 +564,96 @@ class DeliveriesReordered(DeliveryOperator):
             return None
         self.skipped(f"{frame.name} followed delivery_tag {held.value.delivery_tag} on channel {frame.channel}; forwarded in order")
         return [*held.frames, frame.raw]
+
+
+@operator("transient-overtakes-persistent", P, "forwards a transient basic.deliver before the persistent one delivered just before it on the same channel (persistent and transient messages take different paths)")
+class TransientOvertakesPersistent(DeliveryOperator):
+    HOLD_S = 0.5
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.held: dict[int, Message] = {}
+
+    def message(self, channel: int, msg: Message) -> list[bytes]:
+        if msg.method.name != "basic.deliver":
+            return msg.frames
+        persistent = _delivery_mode(msg) == 2
+        held = self.held.pop(channel, None)
+        if held is not None:
+            if persistent:
+                self.held[channel] = msg
+                self.io.later(self.HOLD_S, lambda: self.release(channel))
+                return held.frames
+            self.applied(f"transient delivery_tag {msg.value.delivery_tag} forwarded before persistent delivery_tag {held.value.delivery_tag} on channel {channel}")
+            return [*msg.frames, *held.frames]
+        if not persistent:
+            return msg.frames
+        self.held[channel] = msg
+        self.io.later(self.HOLD_S, lambda: self.release(channel))
+        return []
+
+    def release(self, channel: int) -> None:
+        held = self.held.pop(channel, None)
+        if held is not None:
+            self.skipped(f"no transient delivery followed persistent delivery_tag {held.value.delivery_tag} on channel {channel}; forwarded in order")
+            self.io.to_client(held.frames)
+
+    def other_server_frame(self, frame: Frame) -> list[bytes] | None:
+        held = self.held.pop(frame.channel, None)
+        if held is None:
+            return None
+        return [*held.frames, frame.raw]
+
+
+def _delivery_mode(msg: Message) -> int | None:
+    if len(msg.frames) < 2:
+        return None
+    header = pamqp_frame.unmarshal(msg.frames[1])[2]
+    return getattr(header.properties, "delivery_mode", None)
+
+
+@operator("first-get-tag-zeroed", P, "answers a channel's first basic.get with delivery_tag 0 instead of 1, and maps the client's settlement of tag 0 (multiple=false) back to 1")
+class FirstGetTagZeroed(Mutator):
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is S and frame.name == "basic.get-ok":
+            value = decode(frame)
+            if value.delivery_tag != 1:
+                return None
+            value.delivery_tag = 0
+            self.applied(f"basic.get-ok on channel {frame.channel}: delivery_tag 1 -> 0")
+            return [encode(value, frame.channel)]
+        if sender is C and frame.name in SETTLEMENTS:
+            value = decode(frame)
+            if value.delivery_tag != 0 or getattr(value, "multiple", False):
+                return None
+            value.delivery_tag = 1
+            return [encode(value, frame.channel)]
+        return None
+
+
+@operator("first-get-ok-emptied", P, "answers a channel's first basic.get-ok of a never-delivered message as basic.get-empty (the broker keeps the message unacked until the channel closes)")
+class FirstGetOkEmptied(DeliveryOperator):
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.done: set[int] = set()
+
+    def message(self, channel: int, msg: Message) -> list[bytes]:
+        if msg.method.name != "basic.get-ok" or msg.value.redelivered or channel in self.done:
+            return msg.frames
+        self.done.add(channel)
+        self.applied(f"basic.get-ok delivery_tag {msg.value.delivery_tag} on channel {channel} answered as basic.get-empty")
+        return [encode(commands.Basic.GetEmpty(), channel)]
+
+
+@operator("reply-code-shifted", P, "adds one to the reply code of every channel.close the broker sends for a soft error 403-406 (the right exception, the wrong code)")
+class ReplyCodeShifted(FieldRewriter):
+    sender, frames = S, ("channel.close",)
+
+    def change(self, value: Any) -> str | None:
+        if value.reply_code not in (403, 404, 405, 406):
+            return None
+        value.reply_code += 1
+        return f"reply_code {value.reply_code - 1} -> {value.reply_code}"
 
 
 # -- publishes ----------------------------------------------------------------------------------

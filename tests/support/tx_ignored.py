@@ -15,3 +15,25 @@ def _select_tx_ignored(self: PikaSession) -> None:
 
 
 PikaSession.select_tx = _select_tx_ignored  # type: ignore[method-assign]
+
+
+_real_commit = PikaSession.commit
+
+
+def _rollback_ignored(self: PikaSession) -> None:
+    """A broker that ignored tx.select answers tx.rollback too, and rolls nothing back. Sent for
+    real, tx.rollback (and the tx.commit after it in the rollback variant) would be a 406 on a
+    channel that never selected: an error record, not the fail the test is about."""
+    self._tx_ignored_rolled_back = True  # type: ignore[attr-defined]
+
+
+def _commit_after_ignored_rollback(self: PikaSession) -> None:
+    """tx.commit goes on the wire (the fin variant's fault fires on it) unless it follows an
+    ignored tx.rollback on this session."""
+    if getattr(self, "_tx_ignored_rolled_back", False):
+        return None
+    return _real_commit(self)
+
+
+PikaSession.rollback = _rollback_ignored  # type: ignore[method-assign]
+PikaSession.commit = _commit_after_ignored_rollback  # type: ignore[method-assign]

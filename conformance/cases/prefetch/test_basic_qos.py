@@ -202,3 +202,33 @@ class TestPrefetchScope(Case):
                  what=f"second consumer's message held back while the first holds 2 ({scope}: {'shared' if scope == 'per-channel' else 'own'} limit)", spec=False),
             same("b1", obs.get("b_got"), what="second consumer's delivery", spec=False),
         )
+
+
+class TestPrefetchSizeSingleMessage(Case):
+    """basic/qos/prefetch-size/01: a window in octets never holds back a single message."""
+
+    requirement = "PREFETCH-SIZE-SINGLE-MESSAGE"
+    queue_types = (None,)
+    WINDOW = 1  # octets: smaller than any message the suite publishes
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, 1)
+        session = ctx.session("consumer")
+        answer = ctx.channel_error(lambda: session.qos(0, prefetch_size=self.WINDOW))
+        if answer["closed"]:
+            return {"qos": answer, "published": published, "delivered": []}
+        consumer = session.consume(q)
+        got = ctx.take(consumer, 1)
+        session.ack(got[0].tag)
+        session.sync()
+        return {"qos": answer, "published": published, "delivered": [d.message_id for d in got]}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        what = f"basic.qos prefetch-size={self.WINDOW} prefetch-count=0"
+        return first_failure(
+            accepted(obs["qos"], what=what),
+            holds(obs["delivered"] == obs["published"],
+                  expected=f"after {what}, with nothing unacknowledged: {obs['published']} delivered",
+                  observed=f"after {what}, with nothing unacknowledged: delivered {obs['delivered']}"),
+        )
