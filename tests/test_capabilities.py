@@ -1,0 +1,60 @@
+"""Applicability by capability (issue 19 §1): the AMQP adapters get exactly the requirements their
+protocol lists always gave them, a new protocol gets what its capabilities express, and every name
+in a requirement, adapter or profile is a known capability."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from adapters.amqp091.pika_adapter import PikaAdapter
+from adapters.amqp10.proton_adapter import ProtonAdapter
+from conformance.capabilities import applicability, check_names, vocabulary
+from conformance.catalogue import _parse_area, catalogue
+from conformance.errors import UsageError
+from conformance.profile import parse_profile
+
+BASE = {"id": "x", "match": {"product": "X", "protocols": ["p"]}}
+
+
+@pytest.mark.parametrize("adapter", [PikaAdapter, ProtonAdapter])
+def test_amqp_applicability_is_unchanged(adapter: type) -> None:
+    """Capabilities reproduce the protocol lists exactly, so no AMQP verdict changes."""
+    for r in catalogue().values():
+        by_protocol = adapter.protocol in r.protocols
+        by_capability = applicability(r, adapter(), SimpleNamespace(id="p", lacks={})) is None
+        assert by_protocol == by_capability, (adapter.name, r.id, r.needs)
+
+
+def test_a_new_protocol_gets_what_it_can_express_without_a_catalogue_edit() -> None:
+    new = SimpleNamespace(name="inhouse", protocol="inhouse-1", capabilities=frozenset({"ack.individual", "abrupt-disconnect"}))
+    applies = {r.id for r in catalogue().values() if applicability(r, new, SimpleNamespace(id="p", lacks={})) is None}
+    assert "ACK-ACKED-NEVER-REDELIVERED" in applies and "ACK-REDELIVER-ON-CONNECTION-LOSS" in applies
+    assert "ACK-MULTIPLE-UP-TO-TAG" not in applies
+    why = applicability(catalogue()["ACK-MULTIPLE-UP-TO-TAG"], new, SimpleNamespace(id="p", lacks={}))
+    assert why is not None and "ack.multiple" in why and "inhouse-1" in why
+
+
+def test_a_profile_lacking_a_capability_makes_the_requirement_unsupported_with_its_citation() -> None:
+    prof = parse_profile({**BASE, "lacks": [{"capability": "get", "reason": "no fetch", "source": "doc#x"}]}, "t")
+    why = applicability(catalogue()["ACK-FIRST-NOT-REDELIVERED"], PikaAdapter(), prof)
+    assert why is not None and "no fetch" in why and "doc#x" in why
+
+
+def test_unknown_capability_names_are_refused_in_one_line() -> None:
+    with pytest.raises(UsageError, match="unknown capability 'ack.everything'"):
+        check_names(["ack.everything"], "adapter 'x'")
+    with pytest.raises(UsageError, match="unknown capability"):
+        parse_profile({**BASE, "lacks": [{"capability": "nope", "reason": "r", "source": "s"}]}, "t")
+    raw = {"area": "ack", "requirements": [{"id": "ACK-X", "level": "EXTENSION", "text": "t", "needs": ["typo"],
+                                            "sources": [{"kind": "seed", "ref": "s"}]}]}
+    with pytest.raises(UsageError, match="ACK-X.*unknown capability 'typo'"):
+        _parse_area(raw, "f.yaml")
+
+
+def test_every_declared_capability_is_in_the_vocabulary() -> None:
+    for adapter in (PikaAdapter, ProtonAdapter):
+        assert adapter.capabilities <= vocabulary().keys()
+    for r in catalogue().values():
+        assert r.needs, f"{r.id} names no capability: it would apply to every protocol"
