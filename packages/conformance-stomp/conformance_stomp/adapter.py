@@ -296,7 +296,7 @@ class StompConnection(Connection):
         self._admin: Any = None
         self.stomp = stomp.Connection12([(parts.hostname or "127.0.0.1", parts.port or 61613)], heartbeats=(0, 0),
                                         auto_decode=False, reconnect_attempts_max=1, timeout=timeout,
-                                        vhost=self.options.get("host", unquote(parts.path.lstrip("/")) or None))
+                                        vhost=self.options.get("host", unquote(parts.path.lstrip("/")) or "/"))
         self.stomp.set_listener("conformance", _Listener(self))
         user, password = unquote(parts.username or ""), unquote(parts.password or "")
         try:
