@@ -400,11 +400,20 @@ class StompConnection(Connection):
         finally:
             self._closed = True
             self.cut_reason = self.cut_reason or "connection closed"
-            try:
-                self.stomp.transport.stop()
-            except Exception:  # noqa: BLE001 - the socket may already be gone
-                pass
+            self._close_socket()
             self._close_admin()
+
+    def _close_socket(self) -> None:
+        """Close our end after DISCONNECT (FIN); stomp.py's receiver thread ends on EOF. Not
+        ``transport.stop()``, which waits for that thread without a deadline."""
+        sock = getattr(self.stomp.transport, "socket", None)
+        if sock is None:
+            return
+        for step in (lambda: sock.shutdown(socket.SHUT_RDWR), sock.close):
+            try:
+                step()
+            except OSError:
+                pass
 
     def _close_admin(self) -> None:
         admin, self._admin = self._admin, None
