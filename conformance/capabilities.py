@@ -65,7 +65,8 @@ def applicability(req: Any, adapter: Any, profile: Any) -> str | None:
         return None
     not_offered, lacked = missing(req.needs, offered, getattr(profile, "lacks", {}) or {})
     if not_offered:
-        return f"requirement needs {', '.join(not_offered)}, which {adapter.protocol} (adapter {adapter.name}) does not offer"
+        return (f"requirement does not apply to {adapter.protocol}: it needs {', '.join(not_offered)}, "
+                f"which adapter {adapter.name} does not offer")
     if lacked:
         doc = profile.lacks[lacked[0]]
         return f"requirement needs {lacked[0]}, which {profile.id} lacks: {doc.reason} [{doc.source}]"

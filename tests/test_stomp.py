@@ -1,0 +1,82 @@
+"""Issue 19 end to end: the shared catalogue through the STOMP plugin package on two real STOMP
+brokers launched privately on loopback (ActiveMQ Classic from Debian, RabbitMQ's rabbitmq_stomp
+plugin), with no STOMP name anywhere in the core. The two runs go at once (each in its own
+``conformance run`` process) to keep the file within its share of CI's time."""
+
+from __future__ import annotations
+
+import subprocess
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import EXIT_OK
+from conformance.results import read_results, read_run
+from tests.conftest import ROOT, conformance_cmd
+
+AREAS = ("ack", "nack")
+
+pytestmark = pytest.mark.skipif(
+    "stomp" not in {e.name for e in entry_points(group="conformance.adapters")},
+    reason="the STOMP plugin is not installed (scripts/install.sh installs packages/conformance-stomp)",
+)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
+    """One run per broker, both at once; each launches and stops its own private broker."""
+    if not Path("/usr/share/activemq/bin/activemq.jar").exists():
+        pytest.skip("ActiveMQ is not installed (scripts/install.sh installs the Debian package)")
+    started = {}
+    for target in ("activemq-local", "rabbitmq-stomp"):
+        out = tmp_path_factory.mktemp(target)
+        args = ["run", "--adapter", "stomp", "--target", target, "--out", str(out), "--case-timeout", "30"]
+        for area in AREAS:
+            args += ["--area", area]
+        started[target] = (subprocess.Popen(conformance_cmd(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), out)
+    done = {}
+    for target, (proc, out) in started.items():
+        stdout, _ = proc.communicate(timeout=240)
+        done[target] = (subprocess.CompletedProcess(proc.args, proc.returncode, stdout, ""), out)
+    return done
+
+
+def _by_case(out: Path) -> dict[tuple[str, str | None, str | None], dict]:
+    return {(r["requirement"], r["queue_type"], r["variant"]): r for r in read_results(out)}
+
+
+@pytest.mark.parametrize("target, product, profile", [("activemq-local", "ActiveMQ", "activemq-5-stomp"),
+                                                      ("rabbitmq-stomp", "RabbitMQ", "rabbitmq-3.10-stomp")])
+def test_the_catalogue_runs_over_stomp_with_verdicts(runs: dict, target: str, product: str, profile: str) -> None:
+    proc, out = runs[target]
+    assert proc.returncode == EXIT_OK, proc.stdout[-4000:]
+    run = read_run(out)
+    assert (run["product"], run["protocol"], run["adapter"], run["profile"], run["status"]) == (product, "stomp-1.2", "stomp", profile, "finished")
+    recs = list(read_results(out))
+    assert recs and all(r["protocol"] == "stomp-1.2" for r in recs)
+    got = _by_case(out)
+    # The shared requirements apply by capability and really ran over STOMP (pass, not skipped).
+    for rid in ("ACK-REDELIVER-ON-CONNECTION-LOSS", "ACK-REDELIVER-ON-CHANNEL-CLOSE", "ACK-ACKED-NEVER-REDELIVERED",
+                "ACK-AUTO-REMOVED-ON-DELIVERY", "ACK-CLIENT-INDIVIDUAL", "ACK-CLIENT-CUMULATIVE", "NACK-REJECT-DISCARD"):
+        cells = [r for (req, _, _), r in got.items() if req == rid]
+        assert cells and all(r["verdict"] == "pass" for r in cells), (rid, [(r["verdict"], r["observed"]) for r in cells])
+    # What STOMP cannot express is unsupported with the capability named, never a pass.
+    multiple = got[("ACK-MULTIPLE-UP-TO-TAG", "classic", None)]
+    assert multiple["verdict"] == "unsupported" and "ack.multiple" in multiple["reason"] and "stomp" in multiple["reason"]
+
+
+def test_nack_is_the_brokers_choice_and_the_profile_documents_it(runs: dict) -> None:
+    """STOMP 1.2 leaves NACK to the server: RabbitMQ requeues, ActiveMQ dead-letters (a documented
+    deviation with its citation, shown beside the spec verdict, never a silent pass)."""
+    rabbit = _by_case(runs["rabbitmq-stomp"][1])
+    assert rabbit[("NACK-SINGLE-REQUEUE", "classic", None)]["verdict"] == "pass"
+    assert rabbit[("NACK-SINGLE-REQUEUE", "quorum", None)]["verdict"] == "pass"
+    amq = _by_case(runs["activemq-local"][1])[("NACK-SINGLE-REQUEUE", "classic", None)]
+    assert amq["verdict"] == "deviation" and "came back []" in amq["observed"], amq
+    assert "ARTEMIS-1983" in amq["citation"] and "NACK" in amq["reason"]
+
+
+def test_no_broker_process_outlives_the_runs(runs: dict) -> None:
+    leftovers = subprocess.run(["pgrep", "-f", "conformance-activemq-"], capture_output=True, text=True).stdout.split()
+    assert not leftovers, f"ActiveMQ processes left running: {leftovers}"
