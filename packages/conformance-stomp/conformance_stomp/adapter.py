@@ -301,7 +301,8 @@ class StompConnection(Connection):
         user, password = unquote(parts.username or ""), unquote(parts.password or "")
         try:
             with liveness.inflight("CONNECT", "CONNECTED"):
-                self.stomp.connect(user or None, password or None, wait=False)
+                # conformance-name: which case and actor (the self-test's probe reads it off the wire)
+                self.stomp.connect(user or None, password or None, wait=False, headers={"conformance-name": name or "conformance"})
                 if not self._connected.wait(timeout):
                     self._kill(f"CONNECT: no CONNECTED within {timeout:g}s")
                     raise NoReply("CONNECT", "CONNECTED", timeout)
