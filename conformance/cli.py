@@ -88,7 +88,36 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.add_argument("--profile-keys", action="store_true", help="print the profile keys the cases read, their values and meaning")  # profile-keys
     ls.set_defaults(func=cmd_list)
+    # --- issue 19: the adapter kit's contract check ------------------------------------------------
+    ac = sub.add_parser("adapter-check", help="exercise every neutral-API operation of an adapter against a real broker; report contract breaks")
+    ac.add_argument("--adapter", required=True, help="adapter plugin name")
+    ac.add_argument("--target", required=True, help="broker URL or launcher name")
+    ac.set_defaults(func=cmd_adapter_check)
+    # --- end issue 19 ------------------------------------------------------------------------------
     return p
+
+
+def cmd_adapter_check(args: argparse.Namespace) -> int:
+    """Issue 19: conformance.adapter_check against a target (launched and stopped here if named)."""
+    from urllib.parse import urlsplit
+
+    from conformance.adapter_check import check
+    from conformance.api import adapter_for
+    from conformance.targets import make_target
+
+    target = make_target(args.target)
+    target.start()
+    try:
+        adapter = adapter_for(urlsplit(str(target.url)).scheme, args.adapter)()
+        results = check(adapter, target.url)
+    finally:
+        target.stop()
+    for r in results:
+        print(r.line())
+    broken = [r for r in results if r.outcome == "broken"]
+    print(f"adapter-check {args.adapter}: {len(results) - len(broken)} of {len(results)} operations keep the contract"
+          + (f", {len(broken)} broken" if broken else ""))
+    return EXIT_FAIL if broken else EXIT_OK
 
 
 def target_options(p: argparse.ArgumentParser, *, out: str) -> None:
