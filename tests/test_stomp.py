@@ -8,9 +8,11 @@ from __future__ import annotations
 import subprocess
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 
+from conformance.api import AckMode
 from conformance.cli import EXIT_OK
 from conformance.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
@@ -80,3 +82,68 @@ def test_nack_is_the_brokers_choice_and_the_profile_documents_it(runs: dict) -> 
 def test_no_broker_process_outlives_the_runs(runs: dict) -> None:
     leftovers = subprocess.run(["pgrep", "-f", "conformance-activemq-"], capture_output=True, text=True).stdout.split()
     assert not leftovers, f"ActiveMQ processes left running: {leftovers}"
+
+
+# --- the adapter kit: conformance adapter-check (issue 19 §3) --------------------------------------
+
+@pytest.fixture(scope="module")
+def activemq() -> Iterator[Any]:
+    if not Path("/usr/share/activemq/bin/activemq.jar").exists():
+        pytest.skip("ActiveMQ is not installed (scripts/install.sh installs the Debian package)")
+    from conformance.targets import make_target
+
+    target = make_target("activemq-local")
+    target.start()
+    try:
+        yield target
+    finally:
+        target.stop()
+
+
+def _broken_adapter() -> Any:
+    """The STOMP adapter with two contract breaks a third party could make: a consumer that waits
+    past its deadline, and a client library error leaking out of ack."""
+    from conformance_stomp.adapter import StompAdapter, StompConnection, StompConsumer, StompSession
+
+    class SlowConsumer(StompConsumer):
+        def next(self, timeout: float) -> Any:
+            return super().next(timeout * 8)
+
+    class LeakySession(StompSession):
+        def consume(self, queue: str, **kw: Any) -> Any:
+            return SlowConsumer(self, queue, kw.get("ack_mode", AckMode.MANUAL), kw.get("prefetch"))
+
+        def ack(self, tag: int, *, multiple: bool = False) -> None:
+            if tag not in self._tags:
+                raise KeyError(tag)  # the library's own error, not SettlementRefused / ChannelClosed
+            super().ack(tag, multiple=multiple)
+
+    class BrokenConnection(StompConnection):
+        def session(self) -> Any:
+            return LeakySession(self)
+
+    class BrokenAdapter(StompAdapter):
+        name = "broken-stomp"
+
+        def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Any:
+            return BrokenConnection(url, timeout=timeout, name=name, op_timeout=op_timeout or 10.0)
+
+    return BrokenAdapter()
+
+
+def test_adapter_check_passes_for_stomp(activemq: Any) -> None:
+    from conformance.adapter_check import check
+    from conformance.api import adapters
+
+    results = check(adapters()["stomp"](), activemq.url)
+    assert [r.line() for r in results if r.outcome == "broken"] == []
+    assert {r.operation for r in results} >= {"connect", "publish + sync", "consume/next", "next deadline", "cut", "transactions"}
+
+
+def test_adapter_check_catches_a_broken_adapter_precisely(activemq: Any) -> None:
+    from conformance.adapter_check import check
+
+    broken = {r.operation: r.detail for r in check(_broken_adapter(), activemq.url) if r.outcome == "broken"}
+    assert set(broken) == {"next deadline", "ack unknown tag"}, broken
+    assert "called next(0.3)" in broken["next deadline"] and "expected OperationTimeout within" in broken["next deadline"]
+    assert "raised builtins.KeyError" in broken["ack unknown tag"] and "expected the neutral errors" in broken["ack unknown tag"]

@@ -68,3 +68,13 @@ class TxSendsLeaked(HeaderRewriter):
         if not any(k == "transaction" for k, _ in headers):
             return None
         return [(k, v) for k, v in headers if k != "transaction"]
+
+
+@operator("stomp-auto-ack-cleared", PROTOCOL, "SUBSCRIBE ack:auto becomes ack:client-individual (the broker keeps what it sent unacknowledged)")
+class AutoAckCleared(HeaderRewriter):
+    command = "SUBSCRIBE"
+
+    def change(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]] | None:
+        if ("ack", "auto") not in headers or ("browser", "true") in headers:  # the counting browser stays as it is
+            return None
+        return [(k, "client-individual" if k == "ack" else v) for k, v in headers]
