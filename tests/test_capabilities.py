@@ -58,3 +58,33 @@ def test_every_declared_capability_is_in_the_vocabulary() -> None:
         assert adapter.capabilities <= vocabulary().keys()
     for r in catalogue().values():
         assert r.needs, f"{r.id} names no capability: it would apply to every protocol"
+
+
+def test_only_the_selected_adapter_is_loaded_and_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken plugin that was not selected does not abort the run; the selected one is checked."""
+    import conformance.plugins as plugins
+    from conformance.api import adapter_for
+
+    class Bad(PikaAdapter):
+        name = "bad"
+        capabilities = frozenset({"ack.individual", "teleport"})
+
+    class EP:
+        def __init__(self, name: str, obj: object) -> None:
+            self.name, self._obj = name, obj
+
+        def load(self) -> object:
+            if isinstance(self._obj, Exception):
+                raise self._obj
+            return self._obj
+
+    eps = [EP("pika", PikaAdapter), EP("broken", ImportError("no module named vendor_lib")), EP("bad", Bad)]
+    monkeypatch.setattr(plugins, "entry_points", lambda group, name=None: [e for e in eps if name in (None, e.name)])
+    import importlib.metadata as md
+
+    monkeypatch.setattr(md, "entry_points", lambda group, name=None: [e for e in eps if name in (None, e.name)])
+    assert adapter_for("amqp", "pika") is PikaAdapter
+    with pytest.raises(UsageError, match="plugin 'broken' in conformance.adapters failed to load: no module named vendor_lib"):
+        adapter_for("amqp", "broken")
+    with pytest.raises(UsageError, match="adapter 'bad': unknown capability 'teleport'"):
+        adapter_for("amqp", "bad")

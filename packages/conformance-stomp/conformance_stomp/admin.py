@@ -105,10 +105,10 @@ class Amqp091Side:
 
     def _session(self) -> Any:
         if self._s is None or not self._s.is_open:
-            from conformance.api import adapters
+            from conformance.api import adapter_for
 
             self.close()
-            self._c = adapters()["pika"]().connect(self.url, name="conformance stomp admin", op_timeout=self.conn.op_timeout)
+            self._c = adapter_for("amqp", "pika")().connect(self.url, name="conformance stomp admin", op_timeout=self.conn.op_timeout)
             self._s = self._c.session()
         return self._s
 
