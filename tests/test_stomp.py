@@ -147,3 +147,34 @@ def test_adapter_check_catches_a_broken_adapter_precisely(activemq: Any) -> None
     assert set(broken) == {"next deadline", "ack unknown tag"}, broken
     assert "called next(0.3)" in broken["next deadline"] and "expected OperationTimeout within" in broken["next deadline"]
     assert "raised builtins.KeyError" in broken["ack unknown tag"] and "expected the neutral errors" in broken["ack unknown tag"]
+
+
+def test_a_frame_exact_fault_over_stomp(activemq: Any) -> None:
+    """The STOMP framer lets the fault proxy cut at a named frame: the connection is reset on its
+    COMMIT before the broker sees it, so the transaction's SENDs are never delivered."""
+    from conformance.api import QueueSpec, adapters
+    from conformance.errors import ConnectionLost, OperationTimeout
+    from conformance.faults import cut
+    from conformance.proxy_isolated import IsolatedFaultProxy
+
+    stomp = adapters()["stomp"]()
+    proxy = IsolatedFaultProxy.for_url(activemq.url).start()
+    try:
+        fault = proxy.arm(cut("COMMIT"))
+        conn = stomp.connect(proxy.url(activemq.url), name="conformance fault test")
+        s = conn.session()
+        q = f"conformance.fault.{conn.server.version}.{id(conn)}"
+        s.declare_queue(QueueSpec(name=q))
+        s.select_tx()
+        s.publish(q, b"x", message_id="t1")
+        with pytest.raises(ConnectionLost):
+            s.commit()
+        assert fault.wait(5.0) and "COMMIT" in (fault.hit or ""), fault.hit
+        other = stomp.connect(activemq.url, name="conformance fault test check").session()
+        consumer = other.consume(q)
+        with pytest.raises(OperationTimeout, match="no MESSAGE"):
+            consumer.next(1.0)
+        other.close()
+        assert "SEND" in proxy.trace.render() and "COMMIT" in proxy.trace.render()
+    finally:
+        proxy.close()
