@@ -93,8 +93,20 @@ def build_parser() -> argparse.ArgumentParser:
     ac.add_argument("--adapter", required=True, help="adapter plugin name")
     ac.add_argument("--target", required=True, help="broker URL or launcher name")
     ac.set_defaults(func=cmd_adapter_check)
+    na = sub.add_parser("new-adapter", help="write a package skeleton for an adapter of your own (pyproject, adapter stub, profile stub, test)")
+    na.add_argument("name", help="adapter and protocol name, e.g. inhouse")
+    na.add_argument("--dir", type=Path, default=Path("packages"), help="where to write it (default: packages/)")
+    na.set_defaults(func=lambda a: _new_adapter(a))
     # --- end issue 19 ------------------------------------------------------------------------------
     return p
+
+
+def _new_adapter(args: argparse.Namespace) -> int:
+    from conformance.new_adapter import write_skeleton
+
+    root = write_skeleton(args.name, args.dir)
+    print(f"wrote {root}: pip install -e {root}, implement adapter.py, then conformance adapter-check --adapter {args.name} --target URL")
+    return EXIT_OK
 
 
 def cmd_adapter_check(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ in a requirement, adapter or profile is a known capability."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -88,3 +89,28 @@ def test_only_the_selected_adapter_is_loaded_and_validated(monkeypatch: pytest.M
         adapter_for("amqp", "broken")
     with pytest.raises(UsageError, match="adapter 'bad': unknown capability 'teleport'"):
         adapter_for("amqp", "bad")
+
+
+def test_new_adapter_writes_a_skeleton_whose_entry_points_and_profile_load(tmp_path: Path) -> None:
+    import tomllib
+
+    from conformance.new_adapter import write_skeleton
+    from conformance.profile import load_profile_file
+
+    root = write_skeleton("inhouse", tmp_path)
+    meta = tomllib.loads((root / "pyproject.toml").read_text())
+    assert meta["project"]["entry-points"]["conformance.adapters"] == {"inhouse": "conformance_inhouse.adapter:Adapter"}
+    prof = load_profile_file(root / "conformance_inhouse/profiles/inhouse-1.yaml")
+    assert prof.protocols == ("inhouse",)
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("conformance_inhouse_adapter", root / "conformance_inhouse/adapter.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules["conformance_inhouse_adapter"] = mod
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    with pytest.raises(UsageError, match="exists already"):
+        write_skeleton("inhouse", tmp_path)
+    with pytest.raises(Exception, match="not implemented"):
+        mod.Adapter().connect("inhouse://x")
+    assert (root / "tests/test_adapter_check.py").exists()
