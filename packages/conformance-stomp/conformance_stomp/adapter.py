@@ -27,7 +27,6 @@ import queue
 import socket
 import struct
 import threading
-import time
 import uuid
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -42,6 +41,8 @@ from conformance_stomp.admin import admin_for
 from conformance_stomp.dialect import Dialect, dialect_for
 
 PROTOCOL = "stomp-1.2"
+#: Put in every subscription buffer when the connection fails, after the frames already received.
+_GONE = object()
 #: Default bound of any one wait for the broker (a RECEIPT, CONNECTED), as for the other adapters.
 OP_TIMEOUT_S = 10.0
 
@@ -98,17 +99,16 @@ class StompConsumer(Consumer):
 
     def next(self, timeout: float) -> Delivery:
         conn = self.session.connection
-        end = time.monotonic() + timeout
-        while True:
-            try:
-                frame = self.buffer.get(timeout=min(0.05, max(0.0, end - time.monotonic())))
-            except queue.Empty:
-                if conn.failure is not None and self.buffer.empty():
-                    raise conn.failure
-                if time.monotonic() >= end:
-                    raise OperationTimeout(f"no MESSAGE on subscription {self.tag} ({self.queue}) within {timeout:g}s") from None
-                continue
-            return self.session._delivery(frame, self)
+        try:
+            frame = self.buffer.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            if conn.failure is not None:
+                raise conn.failure from None
+            raise OperationTimeout(f"no MESSAGE on subscription {self.tag} ({self.queue}) within {timeout:g}s") from None
+        if frame is _GONE:  # the connection failed: every waiting consumer wakes at once, no polling
+            self.buffer.put(_GONE)
+            raise conn.failure or ConnectionLost("connection lost")
+        return self.session._delivery(frame, self)
 
     def cancel(self) -> None:
         conn = self.session.connection
@@ -328,6 +328,8 @@ class StompConnection(Connection):
             self.failure = exc
         for ev in list(self._receipts.values()):
             ev.set()
+        for buf in list(self._buffers.values()):
+            buf.put(_GONE)
         self._connected.set()
 
     def _check(self) -> None:
