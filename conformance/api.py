@@ -308,11 +308,21 @@ def adapter_for(scheme: str, preferred: str | None = None) -> type[Adapter]:
     """The adapter for a URL scheme, or the one the user named."""
     from conformance.errors import UsageError
 
+    if preferred:  # issue 19: only the selected plugin is loaded
+        from conformance.plugins import load_one
+        from importlib.metadata import entry_points
+
+        chosen = load_one(ADAPTER_GROUP, preferred)
+        if chosen is None:
+            installed = sorted(ep.name for ep in entry_points(group=ADAPTER_GROUP))
+            raise UsageError(f"unknown adapter {preferred!r}; installed: {', '.join(installed) or 'none'}")
+        if not (isinstance(chosen, type) and issubclass(chosen, Adapter)):
+            raise UsageError(f"plugin {preferred!r} in {ADAPTER_GROUP} is not an Adapter subclass ({chosen!r})")
+        from conformance.capabilities import adapter_capabilities
+
+        adapter_capabilities(chosen)  # unknown capability names: one line naming the plugin, at load
+        return chosen
     found = adapters()
-    if preferred:
-        if preferred not in found:
-            raise UsageError(f"unknown adapter {preferred!r}; installed: {', '.join(sorted(found)) or 'none'}")
-        return found[preferred]
     candidates: Iterable[type[Adapter]] = (a for a in found.values() if scheme in a.schemes)
     chosen = sorted(candidates, key=lambda a: a.name)
     if not chosen:

@@ -42,6 +42,9 @@ class Requirement:
     #: Spec rules (conformance/rules/) the requirement operationalises, per protocol; the first of a
     #: protocol gives the level over that protocol (issue 17).
     rules: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: Capabilities the cases need (conformance/capabilities.yaml): the requirement applies to every
+    #: adapter offering them, whatever its protocol (issue 19). ``protocols`` only scopes the levels.
+    needs: tuple[str, ...] = ()
 
     def rule_refs(self) -> dict[str, list[str]]:
         return {p: list(ids) for p, ids in self.rules}
@@ -89,7 +92,10 @@ def _parse_area(data: Any, origin: str) -> Area:
                 raise UsageError(f"{where} ({rid}): each source needs kind ({'/'.join(SOURCE_KINDS)}) and ref")
             sources.append(Source(kind=s["kind"], ref=str(s["ref"]), url=s.get("url")))
         rules = _parse_rules(raw.get("rules"), where, rid)
-        known = {"id", "level", "text", "sources", "protocols", "profile_entry", "rules"}
+        known = {"id", "level", "text", "sources", "protocols", "profile_entry", "rules", "needs"}
+        from conformance.capabilities import check_names  # issue 19: applicability by capability
+
+        needs = tuple(sorted(check_names(raw.get("needs") or (), f"{where} ({rid}) needs")))
         reqs.append(
             Requirement(
                 id=rid,
@@ -101,6 +107,7 @@ def _parse_area(data: Any, origin: str) -> Area:
                 profile_entry=raw.get("profile_entry"),
                 extra={k: v for k, v in raw.items() if k not in known},
                 rules=rules,
+                needs=needs,
             )
         )
     return Area(id=area, title=str(data.get("title", area)), requirements=tuple(reqs))
@@ -206,7 +213,7 @@ def catalogue_digest() -> str:
 
     rows = [
         [r.id, r.level, r.area, r.text, list(r.protocols), r.profile_entry or "", [[s.kind, s.ref] for s in r.sources],
-         [[p, list(ids)] for p, ids in r.rules]]
+         [[p, list(ids)] for p, ids in r.rules], list(r.needs)]
         for r in sorted(catalogue().values(), key=lambda r: r.id)
     ]
     return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()

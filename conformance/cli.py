@@ -88,7 +88,48 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.add_argument("--profile-keys", action="store_true", help="print the profile keys the cases read, their values and meaning")  # profile-keys
     ls.set_defaults(func=cmd_list)
+    # --- issue 19: the adapter kit's contract check ------------------------------------------------
+    ac = sub.add_parser("adapter-check", help="exercise every neutral-API operation of an adapter against a real broker; report contract breaks")
+    ac.add_argument("--adapter", required=True, help="adapter plugin name")
+    ac.add_argument("--target", required=True, help="broker URL or launcher name")
+    ac.set_defaults(func=cmd_adapter_check)
+    na = sub.add_parser("new-adapter", help="write a package skeleton for an adapter of your own (pyproject, adapter stub, profile stub, test)")
+    na.add_argument("name", help="adapter and protocol name, e.g. inhouse")
+    na.add_argument("--dir", type=Path, default=Path("packages"), help="where to write it (default: packages/)")
+    na.set_defaults(func=lambda a: _new_adapter(a))
+    # --- end issue 19 ------------------------------------------------------------------------------
     return p
+
+
+def _new_adapter(args: argparse.Namespace) -> int:
+    from conformance.new_adapter import write_skeleton
+
+    root = write_skeleton(args.name, args.dir)
+    print(f"wrote {root}: pip install -e {root}, implement adapter.py, then conformance adapter-check --adapter {args.name} --target URL")
+    return EXIT_OK
+
+
+def cmd_adapter_check(args: argparse.Namespace) -> int:
+    """Issue 19: conformance.adapter_check against a target (launched and stopped here if named)."""
+    from urllib.parse import urlsplit
+
+    from conformance.adapter_check import check
+    from conformance.api import adapter_for
+    from conformance.targets import make_target
+
+    target = make_target(args.target)
+    target.start()
+    try:
+        adapter = adapter_for(urlsplit(str(target.url)).scheme, args.adapter)()
+        results = check(adapter, target.url)
+    finally:
+        target.stop()
+    for r in results:
+        print(r.line())
+    broken = [r for r in results if r.outcome == "broken"]
+    print(f"adapter-check {args.adapter}: {len(results) - len(broken)} of {len(results)} operations keep the contract"
+          + (f", {len(broken)} broken" if broken else ""))
+    return EXIT_FAIL if broken else EXIT_OK
 
 
 def target_options(p: argparse.ArgumentParser, *, out: str) -> None:

@@ -18,3 +18,14 @@ def load_group(group: str) -> dict[str, Any]:
         except Exception as exc:  # a broken third-party plugin must not take the suite down
             raise UsageError(f"plugin {ep.name!r} in {group} failed to load: {exc}") from exc
     return found
+
+
+def load_one(group: str, name: str) -> Any | None:
+    """Only the named plugin of ``group`` (None if none is installed under that name): selecting one
+    adapter must not import, or fail on, every other plugin installed (issue 19 §2)."""
+    for ep in entry_points(group=group, name=name):
+        try:
+            return ep.load()
+        except Exception as exc:  # the selected plugin is broken: one line naming it
+            raise UsageError(f"plugin {ep.name!r} in {group} failed to load: {exc}") from exc
+    return None

@@ -26,7 +26,10 @@ from conformance.errors import UsageError
 from conformance.profile_keys import entry_problem
 
 #: The top-level keys a profile file may have.
-PROFILE_FIELDS = ("id", "title", "checked", "match", "queue_types", "entries", "deviations", "unsupported")
+PROFILE_FIELDS = ("id", "title", "checked", "match", "queue_types", "entries", "deviations", "unsupported", "lacks")
+#: Entry-point group of plugins shipping profiles: each entry point names a package directory of
+#: profile YAML files (issue 19: a STOMP package brings the profiles of its brokers).
+PROFILE_GROUP = "conformance.profiles"
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ class Profile:
     unsupported: list[Documented] = field(default_factory=list)
     checked: str = ""
     path: str = ""
+    #: Capabilities (conformance/capabilities.yaml) the broker does not offer, by name, with reason
+    #: and source: every requirement needing one is reported unsupported by the target (issue 19).
+    lacks: dict[str, Documented] = field(default_factory=dict)
 
     def matches(self, product: str, version: str, protocol: str) -> bool:
         if self.product != "*" and self.product.lower() != product.lower():
@@ -208,7 +214,25 @@ def parse_profile(data: Any, origin: str) -> Profile:
         unsupported=_documented(data.get("unsupported"), f"{origin}: unsupported", False),
         checked=str(data.get("checked", "")),
         path=origin,
+        lacks=_lacks(data.get("lacks"), f"{origin}: lacks"),
     )
+
+
+def _lacks(items: Any, where: str) -> dict[str, Documented]:
+    """``lacks: [{capability, reason, source}]``, each capability a known name (issue 19)."""
+    from conformance.capabilities import check_names
+
+    out: dict[str, Documented] = {}
+    if items is not None and not isinstance(items, list):
+        raise UsageError(f"{where}: expected a list of {{capability, reason, source}}")
+    for i, raw in enumerate(items or []):
+        w = f"{where}[{i}]"
+        if not isinstance(raw, dict):
+            raise UsageError(f"{w}: expected a mapping")
+        name = str(_need(raw, "capability", w))
+        check_names([name], w)
+        out[name] = Documented(requirement="*", queue_types=None, reason=str(_need(raw, "reason", w)), source=str(_need(raw, "source", w)))
+    return out
 
 
 def load_profile_file(path: Path) -> Profile:
@@ -222,7 +246,22 @@ def load_profile_file(path: Path) -> Profile:
 @cache
 def bundled_profiles() -> tuple[Profile, ...]:
     root = resources.files("conformance") / "profiles"
-    return tuple(load_profile_file(Path(str(p))) for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".yaml"))
+    files = [Path(str(p)) for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".yaml")]
+    return tuple(load_profile_file(p) for p in files + _plugin_profile_files())
+
+
+def _plugin_profile_files() -> list[Path]:
+    """Profile files shipped by plugins (entry-point group ``conformance.profiles``): each entry point
+    loads to a directory path (a str or Path, or a module whose ``PROFILES_DIR`` is one)."""
+    from conformance.plugins import load_group
+
+    out: list[Path] = []
+    for name, obj in sorted(load_group(PROFILE_GROUP).items()):
+        folder = Path(str(getattr(obj, "PROFILES_DIR", obj)))
+        if not folder.is_dir():
+            raise UsageError(f"plugin {name!r} in {PROFILE_GROUP}: {folder} is not a directory of profile YAML files")
+        out.extend(sorted(p for p in folder.iterdir() if p.suffix == ".yaml"))
+    return out
 
 
 def check_profile_option(override: str | None) -> None:

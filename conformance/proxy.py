@@ -31,7 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from conformance.faults import Action, Fault, Moment, Sender
 from conformance.mutations import Mutation, Mutator, Probe, alters, make as make_mutation
-from conformance.wire import Codec, Frame, MalformedFrame, codec_for
+from conformance.wire import Codec, Frame, MalformedFrame, codec_for_any
 
 READ_CHUNK = 256 * 1024
 CONNECT_TIMEOUT_S = 5.0
@@ -437,9 +437,9 @@ class FaultProxy(ProxyBase):
 
     async def _codec(self, link: _Link, sender: Sender, first: bytes) -> Codec:
         if sender is Sender.CLIENT:
-            family = codec_for(first[:8])
+            family = codec_for_any(first)  # issue 19: plugin framers (conformance.wire) beside AMQP's
             if family is None:
-                raise MalformedFrame(f"not an AMQP protocol header: {first[:8]!r}")
+                raise MalformedFrame(f"not an AMQP protocol header nor a frame of an installed framer: {first[:8]!r}")
             link.family = family
             if self.mutation is not None and self.mutation.protocol == family.protocol:
                 link.mutator = self.mutation.mutator(_MutationIO(link, self.trace))

@@ -26,6 +26,7 @@ import conformance
 from conformance import allure_results
 from conformance.api import Adapter, adapter_for
 from conformance.case import Case, CaseContext
+from conformance.capabilities import applicability  # issue 19
 from conformance.catalogue import LEVELS, Requirement, catalogue_digest, check_selection, requirement
 from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, NoReply, OperationTimeout, TargetError, Unsupported, UsageError
 from conformance.history import History
@@ -529,8 +530,11 @@ def _broker_lock(state: RunState, *, exclusive: bool, history: History) -> Itera
 
 
 def _not_applicable(req: Requirement, state: RunState, queue_type: str | None) -> Verdict | None:
-    if req.protocols and state.adapter.protocol not in req.protocols:
-        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"requirement does not apply to {state.adapter.protocol}")
+    # --- issue 19: applicability by capability (conformance.capabilities) -------------------------
+    why = applicability(req, state.adapter, state.profile)
+    if why:
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=why)
+    # --- end issue 19 ---------------------------------------------------------------------------
     if queue_type is not None and queue_type not in state.profile.queue_types:
         return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"profile {state.profile.id} has no queue type {queue_type!r}")
     doc = state.profile.unsupported_reason(req.id, queue_type)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the suite needs on a fresh Debian 12 machine, idempotently:
 # RabbitMQ from the Debian package (for the private local target; the system service is not used)
-# and this package with its Python dependencies.
+# and this package with its Python dependencies, plus the STOMP plugin package and ActiveMQ Classic.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -17,6 +17,8 @@ missing=()
 # (Debian 12 ships it in libqpid-proton11-dev-examples, not in python-qpid-proton-doc.)
 [ -f /usr/share/proton/examples/python/broker.py ] || missing+=(libqpid-proton11-dev-examples)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+# ActiveMQ Classic 5.17: the second STOMP broker (--target activemq-local, packages/conformance-stomp).
+[ -f /usr/share/activemq/bin/activemq.jar ] || missing+=(activemq)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install: ${missing[*]} (Debian packages)" >&2
@@ -26,3 +28,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 echo "install: python package and dependencies" >&2
 PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check -e .
+# The STOMP plugin is its own package (found through entry points only; the core never imports it).
+PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check -e packages/conformance-stomp

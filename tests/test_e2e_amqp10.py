@@ -71,3 +71,16 @@ def test_the_same_requirement_compares_across_protocols(rabbit: RabbitMQLocalNod
     k = ("LINK-UNRELIABLE-NO-SETTLE", "classic", "release")
     assert by["pika"][k]["observations"]["answer"]["refused_by"] == "broker"
     assert by["proton"][k]["verdict"] == "unsupported" and "not tested" in by["proton"][k]["reason"]
+
+
+def test_adapter_check_passes_for_pika_and_proton(rabbit: RabbitMQLocalNode) -> None:
+    """Issue 19 §3: the adapter kit's contract check holds for both AMQP adapters on the same node
+    (proton's transactions are 'not offered': the 3.10 plugin refuses the coordinator)."""
+    from adapters.amqp091.pika_adapter import PikaAdapter
+    from adapters.amqp10.proton_adapter import ProtonAdapter
+    from conformance.adapter_check import check
+
+    for adapter in (PikaAdapter(), ProtonAdapter()):
+        results = check(adapter, rabbit.url)
+        assert [r.line() for r in results if r.outcome == "broken"] == [], adapter.name
+        assert len(results) == 15

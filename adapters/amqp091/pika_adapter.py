@@ -400,6 +400,14 @@ class PikaAdapter(Adapter):
     protocol = "amqp-0-9-1"
     schemes = ("amqp", "amqps")
     features = frozenset({"nack", "recover", "multiple", "qos", "tx", "confirms"})
+    #: What AMQP 0-9-1 can express (conformance/capabilities.yaml): the requirements that apply.
+    capabilities = frozenset({
+        "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "ack.multiple", "ack.tag-errors",
+        "client-failover", "consumer-cancel.keeps-unacked", "content-frames", "exchanges", "frame-faults", "get",
+        "nack.discard", "nack.multiple", "nack.requeue", "prefetch.broker-window", "prefetch.global", "publish.confirmed",
+        "queue.arguments", "queue.durability", "recover", "reject.discard", "reject.requeue", "session-close", "tx", "tx.ack",
+        "tx.select-semantics",
+    })
 
     def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:
         return PikaConnection(url, timeout=timeout, name=name, op_timeout=op_timeout or OP_TIMEOUT_S)

@@ -761,6 +761,11 @@ class ProtonAdapter(Adapter):
     protocol = "amqp-1.0"
     schemes = ("amqp", "amqps", "amqp10")
     features = frozenset({"browse", "outcomes", "unreliable-link"})
+    #: What AMQP 1.0 can express (conformance/capabilities.yaml): the requirements that apply.
+    capabilities = frozenset({
+        "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "browse", "drain", "frame-faults", "get",
+        "link-settlement", "nack.discard", "nack.requeue", "publish.confirmed", "reject.discard", "session-close", "tx", "tx.ack",
+    })
 
     def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:
         return ProtonConnection(url, timeout=timeout, name=name, op_timeout=op_timeout or OP_TIMEOUT_S)

@@ -187,8 +187,20 @@ def naming(protocol: str) -> Callable[[Callable[[Frame], str | None]], Callable[
 
 def _load() -> dict[str, Mutation]:
     from conformance.mutations import amqp10, amqp091  # noqa: F401  (registers the operators)
+    from conformance.plugins import load_group
 
+    load_group(MUTATION_GROUP)  # issue 19: plugin modules register their operators on import
     return _REGISTRY
+
+
+#: Entry-point group of plugin mutation modules; a module's ``EXPECTATIONS_FILE`` joins expectations.yaml.
+MUTATION_GROUP = "conformance.mutations"
+
+
+def _plugin_expectation_files() -> list[Path]:
+    from conformance.plugins import load_group
+
+    return [Path(str(m.EXPECTATIONS_FILE)) for m in load_group(MUTATION_GROUP).values() if getattr(m, "EXPECTATIONS_FILE", None)]
 
 
 def available(protocol: str | None = None) -> list[Mutation]:
@@ -225,7 +237,17 @@ class Expectation:
 
 
 def expectations(path: Path = EXPECTATIONS_FILE) -> dict[str, Expectation]:
-    """The declared expectations, checked against the registry and the catalogue."""
+    """The declared expectations, checked against the registry and the catalogue (with the bundled
+    file, plugins' files too: issue 19)."""
+    if path == EXPECTATIONS_FILE:
+        merged: dict[str, Expectation] = {}
+        for p in [path, *_plugin_expectation_files()]:
+            merged.update(_expectations_of(p))
+        return merged
+    return _expectations_of(path)
+
+
+def _expectations_of(path: Path) -> dict[str, Expectation]:
     from conformance.catalogue import requirement
 
     try:

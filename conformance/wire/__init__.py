@@ -70,3 +70,20 @@ def codec_for(header: bytes) -> type[Codec] | None:
     if header[4] in (0, 2, 3) and header[5:8] == b"\x01\x00\x00":
         return amqp10.Amqp10Codec
     return None
+
+
+#: Entry-point group of plugin framers (issue 19): a Codec class with ``matches(first_bytes) -> bool``.
+WIRE_GROUP = "conformance.wire"
+
+
+def codec_for_any(first: bytes) -> type[Codec] | None:
+    """The codec for a client's first bytes: AMQP's protocol header, else a plugin framer's match."""
+    found = codec_for(first[:8])
+    if found is not None:
+        return found
+    from conformance.plugins import load_group
+
+    for codec in load_group(WIRE_GROUP).values():
+        if codec.matches(first):
+            return codec  # type: ignore[no-any-return]
+    return None

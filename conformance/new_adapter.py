@@ -1,0 +1,138 @@
+"""``conformance new-adapter NAME``: a package skeleton for a broker team's own protocol (issue 19 §3).
+
+It writes what packages/conformance-stomp/ has, empty: a pyproject with the entry points the core
+reads, an adapter whose every operation raises Unsupported until implemented (so a half-written
+adapter reports "unsupported", never a pass), a profile stub, and a test that runs adapter-check.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conformance.errors import UsageError
+
+PYPROJECT = '''[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "conformance-{name}"
+version = "0.1.0"
+description = "{name} adapter and profiles for the broker conformance suite"
+requires-python = ">=3.11"
+dependencies = ["broker-conformance"]  # and your client library
+
+[project.entry-points."conformance.adapters"]
+{name} = "{pkg}.adapter:Adapter"
+
+[project.entry-points."conformance.profiles"]
+{name} = "{pkg}:PROFILES_DIR"
+
+[tool.setuptools.packages.find]
+include = ["{pkg}*"]
+
+[tool.setuptools.package-data]
+{pkg} = ["profiles/*.yaml"]
+'''
+
+INIT = '''"""{name} plugin for the broker conformance suite (found by the core through entry points only)."""
+
+from pathlib import Path
+
+PROFILES_DIR = str(Path(__file__).parent / "profiles")
+'''
+
+ADAPTER = '''"""{name} adapter: map the neutral API (conformance/api.py) onto your client library.
+
+Contract (checked by `conformance adapter-check --adapter {name} --target URL`): every wait bounded
+(a missing reply is NoReply(operation, reply, seconds) and the connection is cut), the broker's
+refusals as ChannelClosed, lost sockets as ConnectionLost, what the protocol cannot express as
+Unsupported (never a silent no-op), sync() a real round trip, cut() a reset without the close handshake.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance import api
+from conformance.errors import Unsupported
+
+
+class Connection(api.Connection):
+    def __init__(self, url: str, *, timeout: float, name: str | None, op_timeout: float) -> None:
+        raise Unsupported("{name}: connect is not implemented yet")
+
+    def session(self) -> api.Session:
+        raise Unsupported("not implemented yet")
+
+    def close(self) -> None:
+        raise Unsupported("not implemented yet")
+
+    def cut(self) -> None:
+        raise Unsupported("not implemented yet")
+
+    @property
+    def is_open(self) -> bool:
+        return False
+
+
+class Adapter(api.Adapter):
+    name = "{name}"
+    protocol = "{name}"  # the protocol name your records and profiles carry
+    schemes = ("{name}",)
+    #: What your protocol can express: names from conformance/capabilities.yaml (start small).
+    capabilities = frozenset({{"ack.individual", "abrupt-disconnect"}})
+
+    def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Any:
+        return Connection(url, timeout=timeout, name=name, op_timeout=op_timeout or 10.0)
+'''
+
+PROFILE = '''id: {name}-1
+title: "Your broker over {name} (fill in versions, queue types and documented choices, each with its source)"
+checked: "not run yet"
+match:
+  product: YourBroker
+  versions: "*"
+  protocols: [{name}]
+queue_types:
+  classic:
+    declare: {{durable: true, arguments: {{}}}}
+    source: "where your broker documents how a queue is created"
+'''
+
+TEST = '''"""Run the adapter kit's contract check against a broker (set {env} to its URL)."""
+
+import os
+
+import pytest
+
+from conformance.adapter_check import check
+from {pkg}.adapter import Adapter
+
+
+@pytest.mark.skipif(not os.environ.get("{env}"), reason="set {env} to a broker URL")
+def test_adapter_keeps_the_neutral_api_contract() -> None:
+    broken = [r.line() for r in check(Adapter(), os.environ["{env}"]) if r.outcome == "broken"]
+    assert broken == []
+'''
+
+
+def write_skeleton(name: str, where: Path) -> Path:
+    """The package directory written under ``where``; refuses a bad name or an existing directory."""
+    if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", name):
+        raise UsageError(f"adapter name {name!r}: use lower-case letters, digits and dashes (e.g. inhouse)")
+    root = where / f"conformance-{name}"
+    if root.exists():
+        raise UsageError(f"{root} exists already")
+    pkg = f"conformance_{name.replace('-', '_')}"
+    env = f"CONFORMANCE_{name.replace('-', '_').upper()}_URL"
+    files = {
+        "pyproject.toml": PYPROJECT, f"{pkg}/__init__.py": INIT, f"{pkg}/adapter.py": ADAPTER,
+        f"{pkg}/profiles/{name}-1.yaml": PROFILE, "tests/test_adapter_check.py": TEST,
+    }
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text.format(name=name, pkg=pkg, env=env))
+    return root
