@@ -95,6 +95,8 @@ def _parse_area(data: Any, origin: str) -> Area:
         known = {"id", "level", "text", "sources", "protocols", "profile_entry", "rules", "needs"}
         from conformance.capabilities import check_names  # issue 19: applicability by capability
 
+        if "needs" not in raw:  # an omitted list would make the requirement apply to every protocol
+            raise UsageError(f"{where} ({rid}): needs is required (the capabilities its cases use; [] for none)")
         needs = tuple(sorted(check_names(raw.get("needs") or (), f"{where} ({rid}) needs")))
         reqs.append(
             Requirement(

@@ -53,7 +53,7 @@ def test_schema_refuses_duplicate_ids(tmp_path: Path) -> None:
 
 
 def _req(level: str, rules: dict | None, sources: list | None = None, protocols: list | None = None):
-    raw = {"id": "X-ONE", "level": level, "text": "t", "protocols": protocols or ["amqp-0-9-1", "amqp-1.0"],
+    raw = {"id": "X-ONE", "level": level, "text": "t", "protocols": protocols or ["amqp-0-9-1", "amqp-1.0"], "needs": [],
            "sources": sources or [{"kind": "vendor", "ref": "v"}]}
     if rules is not None:
         raw["rules"] = rules
