@@ -1,0 +1,188 @@
+"""Node-level faults for cases that need a cluster (issue 21): the nemesis and client sides, broker-neutral.
+
+A cluster target (a launcher such as ``rabbitmq-cluster``) offers the operations in
+:class:`ClusterOps`; the core names no broker. A case gets a :class:`Nodes` from its context: it
+connects to a chosen node, kills one (kill -9), observes through another, and brings the node back
+before it ends, and every one of those steps lands in the case's history naming the node, so a
+record shows which node died and through which node the outcome was seen.
+
+Where the self-test runs a mutation, the runner puts a mutation proxy in front of every node
+(:func:`mutated_node_urls`), so observations through any node pass through the mutated stream.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Callable, Protocol, cast, runtime_checkable
+
+from conformance.api import AckMode, Connection, Delivery, Session
+from conformance.case import sentinel_body
+from conformance.errors import DeliveriesMissing, OperationTimeout, TargetCannot, TargetError
+
+#: Bound on bringing a killed node back (boot and rejoin on a busy 2-core machine).
+NODE_BACK_S = 120.0
+
+
+@runtime_checkable
+class ClusterOps(Protocol):
+    """What a launched cluster target offers the failover cases."""
+
+    def node_names(self) -> list[str]: ...
+    def node_urls(self) -> dict[str, str]: ...
+    def kill_node(self, name: str) -> None: ...
+    def start_node(self, name: str) -> None: ...
+    def stop_node(self, name: str) -> None: ...
+    def node_running(self, name: str) -> bool: ...
+    def queue_replicas(self, queue: str) -> dict[str, Any]: ...
+    def set_policy(self, name: str, pattern: str, definition: dict[str, Any], apply_to: str = "queues") -> None: ...
+    def clear_policy(self, name: str) -> None: ...
+
+
+def cluster_ops(target: object) -> ClusterOps:
+    """The target as a cluster, or TargetCannot (the case becomes unsupported: one node cannot fail over)."""
+    if target is None or not isinstance(target, ClusterOps) or len(cast(ClusterOps, target).node_names()) < 3:
+        name = getattr(target, "name", "this target")
+        raise TargetCannot(f"{name} is not a cluster of 3 or more nodes the suite launched; failover cases need one (e.g. --target rabbitmq-cluster)")
+    return cast(ClusterOps, target)
+
+
+class Nodes:
+    """The cluster as a case sees it: named nodes to connect to, kill, restart and ask about."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.ops = cluster_ops(ctx.target)
+        self.names = self.ops.node_names()
+        #: Per-node URLs the runner chose (mutation proxies during a self-test), else the target's own.
+        self.urls: dict[str, str] = getattr(ctx, "node_urls", None) or self.ops.node_urls()
+        self.killed: list[str] = []
+
+    def short(self, name: str) -> str:
+        return name.split("@")[0]
+
+    def connect(self, actor: str, node: str, *, op_timeout: float | None = None) -> Connection:
+        conn = cast(Connection, self.ctx.connect(actor, url=self.urls[node], op_timeout=op_timeout))
+        self.ctx.history.add(actor, "node", f"connected through {node}")
+        return conn
+
+    def session(self, actor: str, node: str) -> Session:
+        return self.connect(actor, node).session()
+
+    def others(self, *nodes: str) -> list[str]:
+        return [n for n in self.names if n not in nodes]
+
+    def kill(self, node: str) -> None:
+        """kill -9 of one node; the case's connections to other nodes live on."""
+        self.ops.kill_node(node)
+        self.killed.append(node)
+        self.ctx.history.add("nemesis", "kill -9", node)
+
+    def heal(self) -> None:
+        """Start every node this case killed and wait until it answers again (the next case needs
+        the whole cluster). Done in the case's cleanup path too, so a failing case leaves no node down."""
+        for node in list(self.killed):
+            start = time.monotonic()
+            try:
+                self.ops.start_node(node)
+            except TargetError as exc:
+                self.ctx.history.add("nemesis", "start", node, error=str(exc))
+                raise
+            self.killed.remove(node)
+            self.ctx.history.add("nemesis", "start", f"{node} accepting connections after {time.monotonic() - start:.1f}s")
+
+    def proxy(self, node: str) -> Any:
+        """A fault proxy in front of one node (see CaseContext.proxy); its trace joins the case's report."""
+        from conformance.proxy_isolated import IsolatedFaultProxy
+
+        url = self.urls[node]
+        p = IsolatedFaultProxy.for_url(url, on_event=lambda text: self.ctx.history.add("proxy", "event", text))
+        p.start()
+        self.ctx.proxies.append(p)
+        self.ctx.history.add("suite", "proxy", f"127.0.0.1:{p.port} -> {node}")
+        return p
+
+    def drain(self, queue: str, node: str, window: float = 30.0) -> list[Delivery]:
+        """Everything deliverable from ``queue`` now, read through ``node``, proven complete by a
+        sentinel published through the same node (the run's usual admin node may be the dead one).
+        ``window`` covers a quorum queue electing a new leader after its old one died."""
+        session = self.connect("observer", node, op_timeout=window).session()
+        session.enable_confirms()
+        sentinel = f"sentinel-{uuid.uuid4().hex[:8]}"
+        session.publish(queue, sentinel_body(sentinel), message_id=sentinel, persistent=True)
+        consumer = session.consume(queue, ack_mode=AckMode.MANUAL, prefetch=1000)
+        out: list[Delivery] = []
+        end = time.monotonic() + window
+        while True:
+            try:
+                d = consumer.next(max(0.0, end - time.monotonic()))
+            except OperationTimeout:
+                raise DeliveriesMissing(queue, len(out) + 1, [x.message_id or "" for x in out], window,
+                                        [*(x.message_id or "" for x in out), sentinel]) from None
+            session.ack(d.tag)
+            if d.message_id == sentinel:
+                break
+            out.append(d)
+        session.sync()
+        self.ctx.history.add("observer", "drained", f"{len(out)} message(s) from {queue} through {node}")
+        return out
+
+    def replicas(self, queue: str) -> dict[str, Any]:
+        """Where the broker says ``queue`` lives (leader, members, mirrors); recorded in the history."""
+        info = self.ops.queue_replicas(queue)
+        self.ctx.history.add("suite", "replicas", f"{queue}: " + ", ".join(f"{k}={v}" for k, v in info.items() if v))
+        return info
+
+    def await_leader(self, queue: str, not_on: str, timeout: float = 30.0) -> str:
+        """After the leader's node died: poll until another member is leader (one CLI call a poll)."""
+        end = time.monotonic() + timeout
+        while True:
+            info = self.ops.queue_replicas(queue)
+            leader = info.get("leader")
+            if leader and leader != not_on:
+                self.ctx.history.add("suite", "replicas", f"{queue}: new leader {leader}")
+                return str(leader)
+            if time.monotonic() >= end:
+                raise TargetError(f"{queue}: no new leader within {timeout:.0f}s (last: {leader})")
+            time.sleep(0.2)  # allowed: polling the broker's own report with a deadline
+
+
+def with_healing(nodes: Nodes, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run a scenario body, then bring back whatever node it killed, whatever happened."""
+    try:
+        return body()
+    finally:
+        nodes.heal()
+
+
+def mutated_node_urls(node_urls: dict[str, str], first: tuple[str, str] | None,
+                      make_proxy: Callable[[str], Any]) -> tuple[dict[str, str], list[Any]]:
+    """A mutation proxy in front of every node: ``first`` is (node URL, URL through the run's own
+    mutation proxy), reused for that node; ``make_proxy(url)`` starts another and returns it."""
+    out: dict[str, str] = {}
+    proxies: list[Any] = []
+    for name, url in node_urls.items():
+        if first is not None and url == first[0]:
+            out[name] = first[1]
+            continue
+        p = make_proxy(url)
+        proxies.append(p)
+        out[name] = p.url(url)
+    return out, proxies
+
+
+def merge_mutation_stats(stats: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """One run's mutation stats over several proxies: frames rewritten add up, probe touches unite."""
+    real = [s for s in stats if s]
+    if not real:
+        return None
+    out = dict(real[0])
+    if "touches" in out:
+        touches: dict[str, set[str]] = {}
+        for s in real:
+            for name, conns in (s.get("touches") or {}).items():
+                touches.setdefault(name, set()).update(conns)
+        out["touches"] = {k: sorted(v) for k, v in touches.items()}
+    if "rewritten" in out:
+        out["rewritten"] = sum(int(s.get("rewritten") or 0) for s in real)
+    return out
