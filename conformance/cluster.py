@@ -18,7 +18,7 @@ from typing import Any, Callable, Protocol, cast, runtime_checkable
 
 from conformance.api import AckMode, Connection, Delivery, Session
 from conformance.case import sentinel_body
-from conformance.errors import DeliveriesMissing, OperationTimeout, TargetCannot, TargetError
+from conformance.errors import DeliveriesMissing, OperationTimeout, PublishNotConfirmed, TargetCannot, TargetError
 
 #: Bound on bringing a killed node back (boot and rejoin on a busy 2-core machine).
 NODE_BACK_S = 120.0
@@ -108,21 +108,27 @@ class Nodes:
         ``window`` covers a quorum queue electing a new leader after its old one died."""
         session = self.connect("observer", node, op_timeout=window).session()
         session.enable_confirms()
-        sentinel = f"sentinel-{uuid.uuid4().hex[:8]}"
-        session.publish(queue, sentinel_body(sentinel), message_id=sentinel, persistent=True)
+        end = time.monotonic() + window
+        sentinels: list[str] = []
+
+        def send() -> None:
+            sentinels.append(f"sentinel-{uuid.uuid4().hex[:8]}")
+            session.publish(queue, sentinel_body(sentinels[-1]), message_id=sentinels[-1], persistent=True)
+
+        until_accepted(send, end)
         consumer = session.consume(queue, ack_mode=AckMode.MANUAL, prefetch=1000)
         out: list[Delivery] = []
-        end = time.monotonic() + window
         while True:
             try:
                 d = consumer.next(max(0.0, end - time.monotonic()))
             except OperationTimeout:
                 raise DeliveriesMissing(queue, len(out) + 1, [x.message_id or "" for x in out], window,
-                                        [*(x.message_id or "" for x in out), sentinel]) from None
+                                        [*(x.message_id or "" for x in out), sentinels[-1]]) from None
             session.ack(d.tag)
-            if d.message_id == sentinel:
+            if d.message_id == sentinels[-1]:
                 break
-            out.append(d)
+            if d.message_id not in sentinels:  # a refused sentinel the broker kept after all: not the case's
+                out.append(d)
         session.sync()
         self.ctx.history.add("observer", "drained", f"{len(out)} message(s) from {queue} through {node}")
         return out
@@ -145,6 +151,26 @@ class Nodes:
             if time.monotonic() >= end:
                 raise TargetError(f"{queue}: no new leader within {timeout:.0f}s (last: {leader})")
             time.sleep(0.2)  # allowed: polling the broker's own report with a deadline
+
+
+#: Pause between publishes a leaderless queue refused (polling with the caller's deadline).
+RETRY_S = 0.05
+
+
+def until_accepted(publish: Callable[[], None], deadline: float) -> int:
+    """Run ``publish`` until the broker confirms it: a replicated queue refuses publishes (nack)
+    while it elects a new leader. Returns how many were refused; the last refusal past ``deadline``
+    (monotonic) is raised."""
+    refused = 0
+    while True:
+        try:
+            publish()
+            return refused
+        except PublishNotConfirmed:
+            refused += 1
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(RETRY_S)  # allowed: retrying a refused publish until a deadline
 
 
 def with_healing(nodes: Nodes, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:

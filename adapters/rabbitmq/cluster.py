@@ -42,9 +42,12 @@ class ClusterNode(RabbitMQLocalNode):
     """A node of the cluster: the cluster's cookie and epmd port, and the peers to join at first boot."""
 
     def __init__(self, name: str = "rabbitmq-cluster-node", *, node: str = "", cookie: str = "", epmd_port: int = 0,
-                 peers: list[str] | None = None, **options: Any) -> None:
+                 peers: list[str] | None = None, password: str = "", **options: Any) -> None:
         super().__init__(name, **options)
         self.node = node or self.node
+        # users live in the cluster's schema database: a joining node's own default user is never
+        # created, so every node's URL carries the first node's credentials
+        self.password = password or self.password
         self.cluster_cookie = cookie or secrets.token_hex(16)
         self.epmd_port = epmd_port
         self.peers = peers or []
@@ -106,11 +109,11 @@ class RabbitMQCluster(Target):
         self.dir.chmod(0o700)
         tag = secrets.token_hex(3)
         names = [f"conformance-{tag}-{i}@localhost" for i in range(1, self.size + 1)]
-        cookie, epmd = secrets.token_hex(16), free_port()
+        cookie, epmd, password = secrets.token_hex(16), free_port(), secrets.token_urlsafe(12)
         for i, n in enumerate(names):
             peers = [names[0]] if i else []  # the first boots alone; the others join it
             self.nodes.append(ClusterNode(f"{self.name}/{i + 1}", node=n, cookie=cookie, epmd_port=epmd, peers=peers,
-                                          home=self.home, node_dir=str(self.dir / f"n{i + 1}"), boot_timeout=self.boot_timeout))
+                                          password=password, home=self.home, node_dir=str(self.dir / f"n{i + 1}"), boot_timeout=self.boot_timeout))
 
     def start(self) -> None:
         if self.nodes and all(n.check_running() for n in self.nodes):
@@ -224,7 +227,7 @@ class RabbitMQCluster(Target):
         """Where a queue lives, from a running node: quorum ``leader``/``members``/``online``, classic
         ``home`` (pid's node) and ``mirrors``/``synchronised`` (mirrored classic queues)."""
         out = self._ctl_node().ctl("list_queues", "name", "type", "leader", "members", "online", "pid", "slave_pids",
-                                   "synchronised_slave_pids", "--formatter", "json", "--no-table-headers", "--quiet")
+                                   "synchronised_slave_pids", "--formatter", "json", "--quiet")
         for row in json.loads(out or "[]"):
             if row.get("name") == queue:
                 return {"type": row.get("type"), "leader": row.get("leader") or None, "members": _names(row.get("members")),
