@@ -106,16 +106,19 @@ class Nodes:
         """Everything deliverable from ``queue`` now, read through ``node``, proven complete by a
         sentinel published through the same node (the run's usual admin node may be the dead one).
         ``window`` covers a quorum queue electing a new leader after its old one died."""
-        session = self.connect("observer", node, op_timeout=window).session()
-        session.enable_confirms()
+        def confirming() -> Session:
+            s = self.connect("observer", node, op_timeout=window).session()
+            s.enable_confirms()
+            return s
+
         end = time.monotonic() + window
         sentinels: list[str] = []
 
-        def send() -> None:
+        def send(s: Session) -> None:
             sentinels.append(f"sentinel-{uuid.uuid4().hex[:8]}")
-            session.publish(queue, sentinel_body(sentinels[-1]), message_id=sentinels[-1], persistent=True)
+            s.publish(queue, sentinel_body(sentinels[-1]), message_id=sentinels[-1], persistent=True)
 
-        until_accepted(send, end)
+        session, _ = until_accepted(send, confirming(), confirming, end)
         consumer = session.consume(queue, ack_mode=AckMode.MANUAL, prefetch=1000)
         out: list[Delivery] = []
         while True:
@@ -157,20 +160,29 @@ class Nodes:
 RETRY_S = 0.05
 
 
-def until_accepted(publish: Callable[[], None], deadline: float) -> int:
-    """Run ``publish`` until the broker confirms it: a replicated queue refuses publishes (nack)
-    while it elects a new leader. Returns how many were refused; the last refusal past ``deadline``
-    (monotonic) is raised."""
+def until_accepted(publish: Callable[[Session], None], session: Session, reopen: Callable[[], Session],
+                   deadline: float) -> tuple[Session, int]:
+    """Publish until the broker confirms, returning the session that succeeded and the refusals.
+
+    A quorum queue refuses publishes (nack) while it elects a new leader, and on RabbitMQ 3.10.8 a
+    channel that was refused keeps being refused after the election (seen here: 30 s of nacks on
+    one channel, a fresh channel accepted at once), so each retry goes over a fresh session from
+    ``reopen``. The last refusal past ``deadline`` (monotonic) is raised."""
     refused = 0
     while True:
         try:
-            publish()
-            return refused
+            publish(session)
+            return session, refused
         except PublishNotConfirmed:
             refused += 1
             if time.monotonic() >= deadline:
                 raise
+            try:
+                session.close()
+            except Exception:  # noqa: BLE001 - the refused session is dropped either way
+                pass
             time.sleep(RETRY_S)  # allowed: retrying a refused publish until a deadline
+            session = reopen()
 
 
 def with_healing(nodes: Nodes, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -225,13 +225,15 @@ class RabbitMQCluster(Target):
 
     def queue_replicas(self, queue: str) -> dict[str, Any]:
         """Where a queue lives, from a running node: quorum ``leader``/``members``/``online``, classic
-        ``home`` (pid's node) and ``mirrors``/``synchronised`` (mirrored classic queues)."""
-        out = self._ctl_node().ctl("list_queues", "name", "type", "leader", "members", "online", "pid", "slave_pids",
-                                   "synchronised_slave_pids", "--formatter", "json", "--quiet")
-        for row in json.loads(out or "[]"):
+        ``home`` (its pid's node) and ``mirrors``/``synchronised`` (mirrored classic queues). Table
+        output: the JSON formatter prints pids without the node they run on."""
+        cols = ["name", "type", "leader", "members", "online", "pid", "slave_pids", "synchronised_slave_pids"]
+        out = self._ctl_node().ctl("list_queues", *cols, "--quiet", "--no-table-headers")
+        for line in out.splitlines():
+            row = dict(zip(cols, line.split("\t")))
             if row.get("name") == queue:
-                return {"type": row.get("type"), "leader": row.get("leader") or None, "members": _names(row.get("members")),
-                        "online": _names(row.get("online")), "home": _pid_node(row.get("pid")),
+                return {"type": row.get("type"), "leader": row.get("leader") or None, "members": _list(row.get("members")),
+                        "online": _list(row.get("online")), "home": _pid_node(row.get("pid")),
                         "mirrors": [_pid_node(p) for p in _list(row.get("slave_pids"))],
                         "synchronised": [_pid_node(p) for p in _list(row.get("synchronised_slave_pids"))]}
         raise TargetError(f"queue {queue!r} not listed by {self._ctl_node().node}")
@@ -260,16 +262,10 @@ class RabbitMQCluster(Target):
         return out
 
 
-def _names(v: Any) -> list[str]:
-    return [str(x) for x in _list(v)]
-
-
-def _list(v: Any) -> list[Any]:
-    if isinstance(v, list):
-        return v
-    if isinstance(v, str) and v.strip("[] "):
-        return [x.strip() for x in v.strip("[]").split(",")]
-    return []
+def _list(v: str | None) -> list[str]:
+    """'[a@h, b@h]' -> ['a@h', 'b@h'] (the CLI's table rendering of a list; '' and '[]' are empty)."""
+    text = (v or "").strip().strip("[]").strip()
+    return [x.strip() for x in text.split(",") if x.strip()] if text else []
 
 
 def _pid_node(pid: Any) -> str | None:

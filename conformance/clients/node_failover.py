@@ -65,7 +65,7 @@ class ConfirmingProducer:
     #: Sends whose confirm never came because the connection died (each was then sent again).
     in_doubt: list[str] = field(default_factory=list)
     reconnects: int = 0
-    #: Publishes the broker refused (nack) and the producer sent again: a queue electing a leader.
+    #: Publishes the broker refused (nack) and the producer sent again over a fresh channel.
     refused: int = 0
     refused_window_s: float = 45.0
 
@@ -75,12 +75,18 @@ class ConfirmingProducer:
             self.session.enable_confirms()
         return self.session
 
+    def _reopen(self) -> Session:
+        """A fresh session on the same node (a refused channel stays refused, see until_accepted)."""
+        self.session = None
+        return self._open()
+
     def send(self, message_id: str, body: bytes) -> None:
         while True:
             try:
-                session = self._open()
-                self.refused += until_accepted(lambda: session.publish(self.queue, body, message_id=message_id, persistent=True),
-                                               time.monotonic() + self.refused_window_s)
+                self.session, refused = until_accepted(
+                    lambda s: s.publish(self.queue, body, message_id=message_id, persistent=True),
+                    self._open(), self._reopen, time.monotonic() + self.refused_window_s)
+                self.refused += refused
                 self.confirmed.append(message_id)
                 return
             except (ConnectionLost, OperationTimeout):

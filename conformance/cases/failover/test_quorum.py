@@ -14,7 +14,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from conformance.api import AckMode
+from conformance.api import AckMode, Session
 from conformance.case import WAIT_S, Case, CaseContext, Obs, ScenarioVoid, delivery_obs
 from conformance.cluster import Nodes, until_accepted, with_healing
 from conformance.errors import ConnectionLost, OperationTimeout
@@ -66,9 +66,14 @@ class TestConfirmedSurviveNodeLoss(Case):
         enough = threading.Event()
         errors: list[BaseException] = []
 
-        def publish() -> None:
-            session = nodes.connect("publisher", victim, op_timeout=RECOVERY_S).session()
+        def confirming(node: str) -> Session:
+            session = nodes.connect("publisher", node, op_timeout=RECOVERY_S).session()
             session.enable_confirms()
+            return session
+
+        def publish() -> None:
+            node = victim
+            session = confirming(node)
             after = 0
             failed_over = False
             for i in range(1, MAX_PUBLISHES + 1):
@@ -76,8 +81,8 @@ class TestConfirmedSurviveNodeLoss(Case):
                 published.append(mid)
                 while True:
                     try:
-                        refused = until_accepted(lambda: session.publish(q, mid.encode(), message_id=mid, persistent=True),
-                                                 time.monotonic() + RECOVERY_S)
+                        session, refused = until_accepted(lambda s: s.publish(q, mid.encode(), message_id=mid, persistent=True),
+                                                          session, lambda: confirming(node), time.monotonic() + RECOVERY_S)
                         if refused:
                             ctx.history.add("publisher", "refused", f"{mid} nacked {refused} time(s) before it was confirmed")
                         break
@@ -86,8 +91,8 @@ class TestConfirmedSurviveNodeLoss(Case):
                             raise
                         in_doubt.append(mid)  # sent, never confirmed: resent through another node
                         failed_over = True
-                        session = nodes.connect("publisher", failover_to, op_timeout=RECOVERY_S).session()
-                        session.enable_confirms()
+                        node = failover_to
+                        session = confirming(node)
                 confirmed.append(mid)
                 if len(confirmed) >= BEFORE_KILL:
                     enough.set()
