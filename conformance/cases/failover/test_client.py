@@ -55,6 +55,8 @@ class TestTransactionRolledBackAfterFailover(Case):
             for attempt in range(1, MAX_ATTEMPTS + 1):
                 for i, mid in enumerate(ids):
                     if b == 2 and attempt == 1 and i == BATCH - 1:
+                        assert producer.session is not None
+                        producer.session.sync()  # evidence the node's channel has the two sends
                         nodes.kill(victim)  # inside the transaction: two sends done, one to go
                         links.failed()
                     producer.send(mid, mid.encode())
