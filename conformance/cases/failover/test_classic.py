@@ -122,7 +122,7 @@ def judge_classic(obs: Obs, profile: Profile, queue_type: str | None) -> Verdict
         return first_failure(
             holds(bool(refused["closed"]) and not during, expected=f"the queue is refused while its node is down ({where}; profile: {value})",
                   observed=f"refused {refused['code']} {refused['text']}" if refused["closed"] else f"served {fmt(during)}", spec=False),
-            holds(sorted(after) == sorted(ids), expected="every confirmed persistent message there once the node is back",
+            holds(sorted(after) == sorted(ids), expected=f"every confirmed persistent message there once the node is back ({where})",
                   observed=f"after the restart: {fmt(after)}", key="lost" if sorted(after) != sorted(ids) else None, spec=False),
         )
     if value == "mirror-promoted":
@@ -130,7 +130,7 @@ def judge_classic(obs: Obs, profile: Profile, queue_type: str | None) -> Verdict
         return first_failure(
             holds(not refused["closed"], expected=f"a promoted mirror serves the queue ({where}; profile: {value})",
                   observed=f"refused {refused['code']} {refused['text']}" if refused["closed"] else "served", spec=False),
-            holds(not missing, expected="every confirmed message served by the promoted mirror",
+            holds(not missing, expected=f"every confirmed message served by the promoted mirror ({where})",
                   observed=f"missing {fmt(missing)} (served {fmt(during)})" if missing else f"all {len(ids)} served", key="lost" if missing else None,
                   spec=False),
             holds(not after, expected="nothing left once they were consumed", observed=f"left {fmt(after)}" if after else "none left", spec=False),

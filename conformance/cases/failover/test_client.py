@@ -90,7 +90,7 @@ def judge_tx_rolled_back(obs: Obs) -> Verdict:
         holds(moved, expected="the client failed over to another node", observed=f"nodes used {fmt(obs['nodes_used'])}"),
         holds(told, expected=f"commit of the interrupted transaction raises the rolled-back error ({where})",
               observed=f"rolled back: {fmt(obs['rolled_back'])}; {'; '.join(obs['commits'])}", key="commit-not-rolled-back" if not told else None),
-        holds(not lost, expected="every message of every (re)committed transaction delivered", observed=f"lost {fmt(lost)}" if lost else "none lost",
+        holds(not lost, expected=f"every message of every (re)committed transaction delivered ({where})", observed=f"lost {fmt(lost)}" if lost else "none lost",
               key="lost" if lost else None),
         holds(not twice, expected="each exactly once: the failed transaction's uncommitted sends were discarded",
               observed=f"twice: {fmt(twice)}" if twice else "no duplicates", key="uncommitted-sends-delivered" if twice else None),
