@@ -109,7 +109,7 @@ def _take_available(session: Session, consumer: Consumer, n: int, window: float)
 
 
 def judge_classic(obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-    entry = profile.entry(ENTRY, queue_type)
+    entry = profile.entry("failover.classic-node-loss", queue_type)
     if entry is None:
         return undocumented(ENTRY, profile)
     value = entry.value.get(obs["variant"]) if isinstance(entry.value, dict) else entry.value
