@@ -8,7 +8,6 @@ observations have the shape the cases record on a three-node cluster: which node
 
 from __future__ import annotations
 
-from typing import Any
 
 import pytest
 
