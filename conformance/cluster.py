@@ -12,13 +12,14 @@ Where the self-test runs a mutation, the runner puts a mutation proxy in front o
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from typing import Any, Callable, Protocol, cast, runtime_checkable
 
 from conformance.api import AckMode, Connection, Delivery, Session
 from conformance.case import sentinel_body
-from conformance.errors import DeliveriesMissing, OperationTimeout, PublishNotConfirmed, TargetCannot, TargetError
+from conformance.errors import ChannelClosed, ConnectionLost, DeliveriesMissing, OperationTimeout, PublishNotConfirmed, TargetCannot, TargetError
 
 #: Bound on bringing a killed node back (boot and rejoin on a busy 2-core machine).
 NODE_BACK_S = 120.0
@@ -57,6 +58,7 @@ class Nodes:
         #: Per-node URLs the runner chose (mutation proxies during a self-test), else the target's own.
         self.urls: dict[str, str] = getattr(ctx, "node_urls", None) or self.ops.node_urls()
         self.killed: list[str] = []
+        self._booting: dict[str, tuple[threading.Thread, list[BaseException | float]]] = {}
 
     def short(self, name: str) -> str:
         return name.split("@")[0]
@@ -72,24 +74,50 @@ class Nodes:
     def others(self, *nodes: str) -> list[str]:
         return [n for n in self.names if n not in nodes]
 
-    def kill(self, node: str) -> None:
-        """kill -9 of one node; the case's connections to other nodes live on."""
+    def kill(self, node: str, *, back_at_once: bool = False) -> None:
+        """kill -9 of one node; the case's connections to other nodes live on. ``back_at_once``
+        starts the node again at once, in the background, for a case that observes only through
+        the survivors: its 8-30 s boot overlaps the observation instead of following it."""
         self.ops.kill_node(node)
         self.killed.append(node)
         self.ctx.history.add("nemesis", "kill -9", node)
+        if back_at_once:
+            started = time.monotonic()
+            box: list[BaseException | float] = []
+
+            def boot() -> None:
+                try:
+                    self.ops.start_node(node)
+                    box.append(time.monotonic() - started)
+                except BaseException as exc:  # noqa: BLE001 - reported by heal()
+                    box.append(exc)
+
+            t = threading.Thread(target=boot, name=f"start {node}", daemon=True)
+            t.start()
+            self._booting[node] = (t, box)
 
     def heal(self) -> None:
-        """Start every node this case killed and wait until it answers again (the next case needs
-        the whole cluster). Done in the case's cleanup path too, so a failing case leaves no node down."""
+        """Start every node this case killed (or wait for its background start) until it answers
+        again: the next case needs the whole cluster. Done in the case's cleanup path too, so a
+        failing case leaves no node down."""
         for node in list(self.killed):
             start = time.monotonic()
+            booting = self._booting.pop(node, None)
             try:
-                self.ops.start_node(node)
-            except TargetError as exc:
+                if booting is None:
+                    self.ops.start_node(node)
+                    took = time.monotonic() - start
+                else:
+                    booting[0].join(NODE_BACK_S)
+                    outcome = booting[1][0] if booting[1] else TargetError(f"{node} not back within {NODE_BACK_S:.0f}s")
+                    if isinstance(outcome, BaseException):
+                        raise outcome
+                    took = outcome  # the background boot's own duration, counted from the kill
+            except BaseException as exc:
                 self.ctx.history.add("nemesis", "start", node, error=str(exc))
                 raise
             self.killed.remove(node)
-            self.ctx.history.add("nemesis", "start", f"{node} accepting connections after {time.monotonic() - start:.1f}s")
+            self.ctx.history.add("nemesis", "start", f"{node} accepting connections after {took:.1f}s")
 
     def proxy(self, node: str) -> Any:
         """A fault proxy in front of one node (see CaseContext.proxy); its trace joins the case's report."""
@@ -135,6 +163,31 @@ class Nodes:
         session.sync()
         self.ctx.history.add("observer", "drained", f"{len(out)} message(s) from {queue} through {node}")
         return out
+
+    def await_ready(self, queue: str, node: str, n: int, timeout: float) -> bool:
+        """Barrier before draining what a dead consumer held: the queue, asked through ``node``,
+        reports at least ``n`` ready messages (the leader has seen the consumer's node go and
+        returned its deliveries). Without it a sentinel published at once could be enqueued ahead
+        of the returns. False when the deadline passed (the drain then shows what is missing)."""
+        end = time.monotonic() + timeout
+        session: Session | None = None
+        last = "no answer"
+        polls = 0
+        while time.monotonic() < end:
+            polls += 1
+            try:
+                session = session or self.connect("observer", node, op_timeout=5.0).session()
+                raw = getattr(session, "_target", session)
+                ready = raw.queue_stats(queue).ready
+                last = f"{ready} ready"
+                if ready >= n:
+                    self.ctx.history.add("observer", "barrier", f"{queue} reports {ready} ready through {node} ({polls} polls)")
+                    return True
+            except (ChannelClosed, ConnectionLost, OperationTimeout) as exc:  # no leader yet: ask again on a fresh session
+                session, last = None, f"{type(exc).__name__}: {exc}"
+            time.sleep(RETRY_S)  # allowed: polling the broker's own count with a deadline
+        self.ctx.history.add("observer", "barrier", f"{queue} through {node}", error=f"not {n} ready within {timeout:.0f}s (last: {last})")
+        return False
 
     def replicas(self, queue: str) -> dict[str, Any]:
         """Where the broker says ``queue`` lives (leader, members, mirrors); recorded in the history."""

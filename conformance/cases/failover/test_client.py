@@ -57,7 +57,7 @@ class TestTransactionRolledBackAfterFailover(Case):
                     if b == 2 and attempt == 1 and i == BATCH - 1:
                         assert producer.session is not None
                         producer.session.sync()  # evidence the node's channel has the two sends
-                        nodes.kill(victim)  # inside the transaction: two sends done, one to go
+                        nodes.kill(victim, back_at_once=True)  # inside the transaction: two sends done, one to go
                         links.failed()
                     producer.send(mid, mid.encode())
                 try:
@@ -138,7 +138,7 @@ class TestResendAndDedupAcrossNodes(Case):
                 d = consumer.receive(RECOVERY_S)
                 seen.append(d.message_id or "")
                 if len(seen) == self.KILL_AT:
-                    nodes.kill(victim)  # producer and consumer both lose their node mid-stream
+                    nodes.kill(victim, back_at_once=True)  # producer and consumer both lose their node mid-stream
                     half.set()
         except OperationTimeout:
             pass  # fewer than TOTAL within the window: judged as lost

@@ -113,7 +113,7 @@ class TestConfirmedSurviveNodeLoss(Case):
         t.start()
         if not enough.wait(WAIT_S * 3):
             raise ScenarioVoid(f"publisher did not get {BEFORE_KILL} confirms through {victim}")
-        nodes.kill(victim)
+        nodes.kill(victim, back_at_once=True)
         t.join(RECOVERY_S * 2)
         if t.is_alive():
             raise OperationTimeout(f"publisher did not finish within {RECOVERY_S * 2:.0f}s after the kill of {victim}")
@@ -174,7 +174,8 @@ class TestUnackedRedeliveredElsewhere(Case):
         session = nodes.session("consumer", victim)
         consumer = session.consume(q, ack_mode=AckMode.MANUAL, prefetch=HELD)
         held = ctx.take(consumer, HELD, expected=ids)
-        nodes.kill(victim)
+        nodes.kill(victim, back_at_once=True)
+        nodes.await_ready(q, observer, len(held), RECOVERY_S)
         back = nodes.drain(q, observer, RECOVERY_S)
         return {"victim": victim, "role": ctx.variant, "observer": observer, "replicas_before": info, "published": ids,
                 "held": [delivery_obs(d) for d in held], "after": [delivery_obs(d) for d in back]}
@@ -238,7 +239,7 @@ class TestCommitInFlightLeaderDies(Case):
         t = threading.Thread(target=commit, name="tx-commit", daemon=True)
         t.start()
         hit = ctx.expect_fired(withheld)  # the broker answered the commit; the client has not seen it
-        nodes.kill(victim)
+        nodes.kill(victim, back_at_once=True)
         t.join(RECOVERY_S + 5)
         drained = nodes.drain(q, observer, RECOVERY_S)
         return {"victim": victim, "observer": observer, "replicas_before": info, "fault": hit, "tx": ids, "control": control,
