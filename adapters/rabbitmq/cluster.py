@@ -213,6 +213,10 @@ class RabbitMQCluster(Target):
     def start_node(self, name: str) -> None:
         self._node(name).start()
 
+    def restart_node(self, name: str) -> None:
+        """Graceful stop (SIGTERM) and start of one node; it rejoins the cluster from its own data."""
+        self._node(name).restart()
+
     def node_running(self, name: str) -> bool:
         n = self._node(name)
         return n.check_running() and amqp_ready(n.amqp_port)
