@@ -145,14 +145,20 @@ class CaseContext:
         #: Set when the target stopped answering: teardown cuts connections and deletes nothing
         #: (every delete would wait for a reply that never comes).
         self.skip_cleanup = False
+        #: Every node's URL on a cluster target, as the runner chose them (through a mutation proxy
+        #: during a self-test); None: the target's own (conformance.cluster).
+        self.node_urls: dict[str, str] | None = None
 
     # -- connections -------------------------------------------------------------------------
 
-    def connect(self, actor: str | None = None, *, via: ProxyBase | None = None, op_timeout: float | None = None) -> Connection:
-        """A new connection, straight to the broker or through a fault proxy (``via``)."""
+    def connect(self, actor: str | None = None, *, via: ProxyBase | None = None, op_timeout: float | None = None,
+                url: str | None = None) -> Connection:
+        """A new connection, straight to the broker or through a fault proxy (``via``); ``url`` picks
+        another node of a cluster target (conformance.cluster.Nodes)."""
         self._n += 1
         actor = actor or f"client{self._n}"
-        url = via.url(self.url) if via is not None else self.url
+        base = url or self.url
+        url = via.url(base) if via is not None else base
         conn = self.adapter.connect(url, name=f"conformance {self.requirement.id} {actor}", op_timeout=op_timeout)
         self._connections.append(conn)
         self.history.add(actor, "connect", f"{conn.server.product} {conn.server.version}" + (f" via proxy :{via.port}" if via else ""))

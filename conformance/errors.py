@@ -46,6 +46,11 @@ class OperationTimeout(AdapterError):
     """A wait with a deadline expired (no delivery, no reply)."""
 
 
+class PublishNotConfirmed(AdapterError):
+    """The broker answered a confirmed publish with a nack (or returned it unroutable): it did not
+    take the message. A replicated queue does so while it has no leader (issue 21)."""
+
+
 class ConnectionLost(AdapterError):
     """The connection is gone: cut by the suite, closed by the peer, or the socket failed."""
 

@@ -32,6 +32,7 @@ from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissi
 from conformance.history import History
 from conformance import liveness, preflight  # issue 16: preflight, health probe, missing deliveries
 from conformance import shared_fault  # issue 20: one broker fault shared by the disruptive cases
+from conformance.cluster import merge_mutation_stats, mutated_node_urls
 from conformance.mutations import alters, make as make_mutation
 from conformance.profile import Profile, check_profile_option, profile_digest, select_profile
 from conformance.proxy_isolated import IsolatedFaultProxy
@@ -86,6 +87,9 @@ class RunState:
     abort_cause: str | None = None
     #: The suite's assumptions checked before the catalogue (conformance.preflight).
     preflight: list[preflight.Check] = field(default_factory=list)
+    #: Issue 21: every node's URL on a cluster target (through a mutation proxy each when mutating).
+    node_urls: dict[str, str] | None = None
+    node_proxies: list[IsolatedFaultProxy] = field(default_factory=list)
 
     @property
     def lock_path(self) -> str:
@@ -218,6 +222,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(message) from None
         print(scrub(preflight.render(state.preflight)))
     # --- end issue 16 ---------------------------------------------------------------------------
+    _cluster_urls(state, config, worker)  # issue 21
     config.stash[STATE_KEY] = state
     if worker is None:
         allure_results.environment(getattr(config.option, "allure_report_dir", None), state.meta())
@@ -272,6 +277,7 @@ def pytest_configure_node(node: Any) -> None:
         handle = state.target.handle() if state.target is not None else None
         node.workerinput["conformance_target"] = json.dumps(handle) if handle else ""
         node.workerinput["conformance_preflight"] = json.dumps([c.as_record() for c in state.preflight])  # issue 16
+        node.workerinput["conformance_node_urls"] = json.dumps(state.node_urls or {})  # issue 21
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -289,13 +295,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             if state.dead_cause:
                 meta["target_dead"] = state.dead_cause
             if state.mutation_proxy is not None:
-                meta["mutation"] = state.mutation_proxy.mutation_stats()
+                meta["mutation"] = merge_mutation_stats([p.mutation_stats() for p in [state.mutation_proxy, *state.node_proxies]])
             state.writer.write_run({**read_run(state.writer.dir), **meta})
     finally:
         with contextlib.suppress(OSError):
             os.unlink(state.lock_path)  # the broker lock of this run (workers are gone by now)
         if state.mutation_proxy is not None:
             state.mutation_proxy.close()
+        for p in state.node_proxies:
+            p.close()
         if state.target is not None and not state.attached:
             state.target.stop()
 
@@ -439,6 +447,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     history = History()
     ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=queue_type,
                       variant=variant, history=history, target=state.target)
+    ctx.node_urls = state.node_urls
     interrupted = True
     try:
         with _broker_lock(state, exclusive=case.disrupts_broker, history=history):
@@ -497,6 +506,26 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
         pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
 
 
+# --- issue 21: a cluster target's nodes, each behind the run's mutation when there is one -------
+def _cluster_urls(state: RunState, config: pytest.Config, worker: Any) -> None:
+    if worker is not None:
+        state.node_urls = json.loads(worker.get("conformance_node_urls") or "{}") or None
+        return
+    node_urls = getattr(state.target, "node_urls", None)
+    if not callable(node_urls):
+        return
+    urls: dict[str, str] = node_urls()
+    mutation = config.getoption("--mutation")
+    if not mutation or state.mutation_proxy is None:
+        state.node_urls = urls
+        return
+    assert state.target is not None
+    state.node_urls, state.node_proxies = mutated_node_urls(
+        urls, (state.target.url, str.__str__(state.url)),
+        lambda u: IsolatedFaultProxy.for_url(SecretUrl(u), mutation=mutation).start())
+# --- end issue 21 -----------------------------------------------------------------------------
+
+
 # --- issue 20: one broker fault shared by the disruptive cases (conformance.shared_fault) --------
 def _context_for(item: pytest.Item, state: RunState) -> CaseContext | None:
     """A fresh context for another case of the run, or None if that case will not run its scenario."""
@@ -505,8 +534,10 @@ def _context_for(item: pytest.Item, state: RunState) -> CaseContext | None:
     qt = params.get("queue_type")
     if state.dead_cause or _not_applicable(req, state, qt) or preflight.blocking(state.preflight, req) is not None:
         return None
-    return CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=qt,
-                       variant=params.get("variant"), history=History(), target=state.target)
+    ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=qt,
+                      variant=params.get("variant"), history=History(), target=state.target)
+    ctx.node_urls = state.node_urls
+    return ctx
 # --- end issue 20 -----------------------------------------------------------------------------
 
 

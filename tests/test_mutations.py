@@ -206,6 +206,20 @@ def test_confirmed_publish_lost_confirms_it_and_renumbers_the_brokers_confirms()
     assert [a.delivery_tag for a in decoded(to_client)] == [1, 2, 4]  # broker's 3rd confirm is the client's 4th
 
 
+def test_tx_publish_dropped_makes_each_commit_partial() -> None:
+    def publish(mid: str, ch: int = 1) -> list[Frame]:
+        return frames091((commands.Basic.Publish(exchange="", routing_key="q"), ch),
+                         (pheader.ContentHeader(0, 3, commands.Basic.Properties(message_id=mid, delivery_mode=2)), ch),
+                         (pbody.ContentBody(b"abc"), ch))
+
+    stream = publish("plain") + publish("plain2") + frames091((commands.Tx.Select(), 1)) + publish("a1") + publish("a2") + publish("a3")
+    stream += frames091((commands.Tx.Commit(), 1)) + publish("b1") + publish("b2")
+    to_server, _, _, m = run("tx-publish-dropped", [(C, f) for f in stream])
+    published = [v.properties.message_id for v in decoded(to_server) if isinstance(v, pheader.ContentHeader)]
+    assert published == ["plain", "plain2", "a1", "a3", "b1"]  # the 2nd of each transaction, nothing outside one
+    assert m.rewritten == 2
+
+
 def test_torn_publish_is_completed_when_the_client_vanishes() -> None:
     frames = frames091((commands.Basic.Publish(exchange="", routing_key="q"), 1), (pheader.ContentHeader(0, 10, commands.Basic.Properties()), 1),
                        (pbody.ContentBody(b"abcd"), 1))

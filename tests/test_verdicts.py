@@ -475,12 +475,14 @@ def test_violation_fails(ex: Example) -> None:
 def test_every_case_has_a_good_example_and_violations() -> None:
     from tests.test_verdicts_areas import AREAS_GOOD, AREAS_VIOLATIONS
     from tests.test_verdicts_link import LINK_GOOD, LINK_VIOLATIONS
+    from tests.test_verdicts_failover import FAILOVER_GOOD, FAILOVER_VIOLATIONS
     from tests.test_verdicts_spec_rules import SPEC_GOOD, SPEC_VIOLATIONS
     from tests.test_verdicts_tx import TX_GOOD, TX_VIOLATIONS
 
-    good = {e.case for e in GOOD + TX_GOOD + AREAS_GOOD + LINK_GOOD + SPEC_GOOD}
+    good = {e.case for e in GOOD + TX_GOOD + AREAS_GOOD + LINK_GOOD + SPEC_GOOD + FAILOVER_GOOD}
     violations: dict[str, int] = {}
-    for e in VIOLATIONS + TX_VIOLATIONS + AREAS_VIOLATIONS + SPEC_VIOLATIONS + [e for e, _ in LINK_VIOLATIONS]:
+    for e in (VIOLATIONS + TX_VIOLATIONS + AREAS_VIOLATIONS + SPEC_VIOLATIONS + [e for e, _ in LINK_VIOLATIONS]
+              + FAILOVER_VIOLATIONS):
         violations[e.case] = violations.get(e.case, 0) + 1
     missing_good = sorted(name for name in CASES if name not in good)
     few_violations = sorted(name for name in CASES if violations.get(name, 0) < 2)

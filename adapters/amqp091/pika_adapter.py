@@ -32,7 +32,7 @@ from conformance.api import (
     ServerInfo,
     Session,
 )
-from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, NoReply, OperationTimeout, Unsupported
+from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, NoReply, OperationTimeout, PublishNotConfirmed, Unsupported
 from conformance import liveness
 
 # pika logs every socket failure at ERROR with a traceback; this adapter translates each of those
@@ -117,7 +117,7 @@ def _translate(fn: F, *, watch: bool) -> F:
                 raise ConnectionLost(conn.cut_reason) from exc
             raise ConnectionLost(f"connection lost: {exc!r}") from exc
         except (px.UnroutableError, px.NackError) as exc:
-            raise AdapterError(f"publish not confirmed: {exc}") from exc
+            raise PublishNotConfirmed(f"publish not confirmed: {exc}") from exc
 
     return wrapper  # type: ignore[return-value]
 

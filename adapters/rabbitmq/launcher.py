@@ -109,11 +109,12 @@ class RabbitMQLocalNode(Target):
             self.dir = Path(tempfile.mkdtemp(prefix="conformance-rmq-"))
         self.dir.mkdir(parents=True, exist_ok=True)
         self.dir.chmod(0o700)
-        self.amqp_port, self.dist_port, self.epmd_port = free_port(), free_port(), free_port()
+        self.amqp_port, self.dist_port = free_port(), free_port()
+        self.epmd_port = self.epmd_port or free_port()
         cookie = self.dir / ".erlang.cookie"
         if cookie.exists():
             cookie.chmod(0o600)
-        write_private(cookie, secrets.token_hex(16), 0o400)
+        write_private(cookie, self._cookie(), 0o400)
         write_private(self.dir / "rabbitmq.conf",
             "\n".join(
                 [
@@ -123,6 +124,7 @@ class RabbitMQLocalNode(Target):
                     "loopback_users = none",
                     "log.console = false",
                     "log.file.level = info",
+                    *self._extra_config(),
                 ]
             )
             + "\n"
@@ -131,6 +133,14 @@ class RabbitMQLocalNode(Target):
         write_private(self.dir / "rabbitmq-env.conf", "")
         self.url = f"amqp://{self.user}:{quote(self.password, safe='')}@127.0.0.1:{self.amqp_port}/%2F"
         self.facts = {"node": self.node, "node_dir": str(self.dir), "launcher": "rabbitmq-local"}
+
+    def _cookie(self) -> str:
+        """The node's Erlang cookie: random and its own (a cluster's nodes share one)."""
+        return secrets.token_hex(16)
+
+    def _extra_config(self) -> list[str]:
+        """Lines added to rabbitmq.conf (a cluster node adds its peer discovery)."""
+        return []
 
     def _env(self) -> dict[str, str]:
         assert self.dir is not None

@@ -357,6 +357,41 @@ class TxBypassed(Mutator):
         return []
 
 
+@operator("tx-publish-dropped", P, "inside a transaction, discards the Nth publish (default 2nd) of every transaction: tx.commit then commits only part of it", default_param="2")
+class TxPublishDropped(Mutator):
+    """A broker whose commit is not atomic: one publish of each transaction never reaches the queue
+    while the rest do. Publishes carry no confirm in a transaction, so nothing needs renumbering."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.transacted: set[int] = set()
+        self.count: dict[int, int] = {}  # channel -> publishes in the open transaction
+        self.assembler = Assembler(("basic.publish",))
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is not C:
+            return None
+        ch = frame.channel
+        if frame.name == "tx.select":
+            self.transacted.add(ch)
+            return None
+        if frame.name in ("tx.commit", "tx.rollback"):
+            self.count[ch] = 0
+            return None
+        if ch not in self.transacted:
+            return None
+        part, msg = self.assembler.feed(frame)
+        if not part:
+            return None
+        if msg is None:
+            return []  # held until the publish is complete, then forwarded or discarded whole
+        self.count[ch] = n = self.count.get(ch, 0) + 1
+        if n == _nth(self.param):
+            self.applied(f"publish #{n} of the transaction on channel {ch} discarded")
+            return []
+        return msg.frames
+
+
 # -- whole deliveries (method + header + bodies) ------------------------------------------------
 
 @dataclass
