@@ -27,10 +27,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        _target_from_env(args)
         return int(args.func(args))
     except UsageError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _target_from_env(args: argparse.Namespace) -> None:
+    """``--target env:NAME`` reads the URL from the environment variable NAME: a password in the
+    URL then never appears in the process list (``ps``) or a shell history."""
+    target = getattr(args, "target", None)
+    if isinstance(target, str) and target.startswith("env:"):
+        name = target[4:]
+        value = os.environ.get(name)
+        if not name or not value:
+            raise UsageError(f"--target {target}: environment variable {name or '(none)'} is not set")
+        from conformance.secrets import register_url
+
+        register_url(value)
+        args.target = value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -134,7 +150,7 @@ def cmd_adapter_check(args: argparse.Namespace) -> int:
 
 def target_options(p: argparse.ArgumentParser, *, out: str) -> None:
     """What every command that runs the catalogue against a target takes."""
-    p.add_argument("--target", default="rabbitmq-local", help="broker URL (amqp://user:pass@host/vhost) or launcher name (default: rabbitmq-local, a private node)")
+    p.add_argument("--target", default="rabbitmq-local", help="broker URL (amqp://user:pass@host/vhost), env:NAME (the URL from environment variable NAME, kept out of ps) or launcher name (default: rabbitmq-local, a private node)")
     p.add_argument("--adapter", help="adapter plugin (default: the one speaking the URL's scheme; its protocol also picks the mutations)")
     p.add_argument("--profile", help="profile id or YAML file (default: chosen from the server's product and version)")
     p.add_argument("--out", type=Path, help=out)

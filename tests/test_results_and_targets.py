@@ -58,3 +58,21 @@ def test_launching_without_rabbitmq_installed_says_how_to_install(tmp_path: Path
         node.start()
     message = str(exc.value)
     assert "not installed" in message and "apt-get install" in message and "\n" not in message
+
+
+def test_target_from_the_environment_keeps_the_url_out_of_argv(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--target env:NAME``: a missing variable is one line and exit 2; a set one becomes the target."""
+    import argparse
+
+    from conformance.cli import _target_from_env, main
+    from conformance.secrets import scrub
+
+    monkeypatch.delenv("NO_SUCH_TARGET_VAR", raising=False)
+    assert main(["selftest", "--target", "env:NO_SUCH_TARGET_VAR", "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["conformance: error: --target env:NO_SUCH_TARGET_VAR: environment variable NO_SUCH_TARGET_VAR is not set"]
+    monkeypatch.setenv("A_TARGET_VAR", "amqp://user:envpassw0rd@127.0.0.1:5672/%2F")
+    args = argparse.Namespace(target="env:A_TARGET_VAR")
+    _target_from_env(args)
+    assert args.target == "amqp://user:envpassw0rd@127.0.0.1:5672/%2F"
+    assert "envpassw0rd" not in scrub(f"failed on {args.target}")  # registered as a secret
