@@ -167,8 +167,12 @@ class LocalSpark:
             self._sup.stop()
             self._sup = None
         for p in self._procs:
-            if p.poll() is None:  # the watchdog found it by marker; reap our handle
-                p.wait(timeout=30)
+            if p.poll() is None:  # the watchdog found it by marker; reap our handle, or end it here
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
 
     def __enter__(self) -> "LocalSpark":
         return self
