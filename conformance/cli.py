@@ -114,7 +114,20 @@ def build_parser() -> argparse.ArgumentParser:
     na.add_argument("--dir", type=Path, default=Path("packages"), help="where to write it (default: packages/)")
     na.set_defaults(func=lambda a: _new_adapter(a))
     # --- end issue 19 ------------------------------------------------------------------------------
+    # --- issue 22: explain one case or requirement of a results folder ---------------------------------
+    ex = sub.add_parser("explain", help="print everything a results folder holds about one case or requirement, and the command that reruns it")
+    ex.add_argument("run", type=Path, help="results folder of conformance run (results.jsonl, run.json)")
+    ex.add_argument("case", help="case id (or its tail, e.g. TestNackDiscard::test[classic-single]), requirement id, or REQ-ID[classic]")
+    ex.set_defaults(func=cmd_explain)
+    # --- end issue 22 -------------------------------------------------------------------------------
     return p
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Issue 22: rich panels on a terminal, plain text in a pipe or a CI log."""
+    from conformance.explain import explain
+
+    return explain(args.run, args.case, rich=sys.stdout.isatty())
 
 
 def _new_adapter(args: argparse.Namespace) -> int:
