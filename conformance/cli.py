@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", type=Path, required=True, help="output folder")
     rp.add_argument("--baseline", action="append", help="run folder(s) of the baseline to compare with (repeatable)")
     rp.add_argument("--spark-master", help="Spark master URL or Spark Connect sc://host:port (default local[*])")
+    rp.add_argument("--verbose", "-v", action="store_true", help="let the JVM and Spark print to the console (default: into a log file)")
     rp.set_defaults(func=cmd_report)
 
     gt = sub.add_parser("gate", help="CI gate: classify every cell of baseline and current; exit 0 passed, 1 failed, 2 inconclusive or bad input")
@@ -235,7 +236,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from reports.render import flaky_cells, unfinished_lines
     from reports.report import build
 
-    result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master)
+    result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master, verbose=bool(getattr(args, "verbose", False)))
     s = result["summary"]
     cols = sorted({c["column"] for c in result["cells"]})
     print(f"report: {s['records']} case records, {len(cols)} target column(s), {len({c['requirement'] for c in result['cells']})} requirements, "
