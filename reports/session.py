@@ -13,6 +13,7 @@ lines and the log keeps what a person debugging Spark needs. ``verbose=True`` le
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -35,6 +36,14 @@ logger.parquet.level = error
 """
 
 _log_path: Path | None = None
+#: Set when a pipeline run failed: its Spark log outlives the process (named on stderr).
+_keep_log = False
+
+
+def _remove_log(folder: Path) -> None:
+    """At exit (the JVM writes to the log as long as the process lives): a clean run leaves no temp folder."""
+    if not _keep_log:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def spark_log() -> Path | None:
@@ -81,7 +90,7 @@ def _launch_quiet_gateway(builder: Any) -> None:
     console. Only the JVM launch can be silenced this way: ``WARNING: Using incubator modules`` is
     printed by the JVM before any logging is configured. A gateway that already exists (a session
     kept across tests, PYSPARK_GATEWAY_PORT) is left as it is."""
-    global _log_path
+    global _log_path, _keep_log
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -95,10 +104,18 @@ def _launch_quiet_gateway(builder: Any) -> None:
     java_opts = " ".join(filter(None, [conf.get("spark.driver.extraJavaOptions"), f"-Dlog4j2.configurationFile=file:{props}"]))
     conf.set("spark.driver.extraJavaOptions", java_opts)
     builder.config("spark.driver.extraJavaOptions", java_opts)
+    atexit.register(_remove_log, folder)
     log = folder / "spark.log"
-    with log.open("ab") as sink:  # the child keeps its own descriptor; ours closes at once
-        gateway = launch_gateway(conf, popen_kwargs={"stdout": sink, "stderr": sink})
     _log_path = log
+    try:
+        with log.open("ab") as sink:  # the child keeps its own descriptor; ours closes at once
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": sink, "stderr": sink})
+    except Exception as exc:  # the JVM's complaint is in the log we took from the console: say where
+        from conformance.errors import UsageError
+
+        _keep_log = True
+        last = (log.read_text(errors="replace").strip().splitlines() or [type(exc).__name__])[-1]
+        raise UsageError(f"Spark's JVM did not start ({last[:200]}); its log: {log}") from None
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)
 
 
@@ -110,11 +127,11 @@ def spark_run(master: str | None = None, *, verbose: bool = False) -> Iterator[A
     try:
         yield spark
     except BaseException:
+        global _keep_log
         if _log_path is not None:  # the evidence of what Spark did stays, and the error says where
+            _keep_log = True
             print(f"report: Spark's own log: {_log_path}", file=sys.stderr)
         raise
     finally:
         if not os.environ.get("CONFORMANCE_KEEP_SPARK"):
             spark.stop()
-    if _log_path is not None and not os.environ.get("CONFORMANCE_KEEP_SPARK"):
-        shutil.rmtree(_log_path.parent, ignore_errors=True)  # a clean run leaves no temp folder behind
