@@ -238,8 +238,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master, verbose=bool(getattr(args, "verbose", False)))
     s = result["summary"]
-    cols = sorted({c["column"] for c in result["cells"]})
-    print(f"report: {s['records']} case records, {len(cols)} target column(s), {len({c['requirement'] for c in result['cells']})} requirements, "
+    # as the matrix shows them: targets (product, version, protocol) over their queue types; a
+    # requirement without a queue type is no configuration of its own (issue 22)
+    targets = {(c["product"], c["version"], c["protocol"]) for c in result["cells"]}
+    configs = {c["column"] for c in result["cells"] if c.get("queue_type") not in (None, "-")}
+    print(f"report: {s['records']} case records, {len(targets)} target(s) over {len(configs)} queue-type configuration(s), "
+          f"{len({c['requirement'] for c in result['cells']})} requirements, "
           f"{s['quarantined']} quarantined line(s), {s['mutated']} self-test record(s) left out")
     for name in ("report.html", "summary.md", "matrix.json", "matrix.parquet", "matrix.csv"):
         print(f"  {args.out / name}")

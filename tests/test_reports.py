@@ -289,7 +289,7 @@ def test_report_prints_only_its_own_lines_and_the_page_has_no_stray_column(tmp_p
     lines = (proc.stdout + proc.stderr).splitlines()
     noise = [line for line in lines if any(w in line for w in ("WARN", "log4j", "incubator", "NativeCodeLoader", "Stage"))]
     assert not noise, noise
-    assert lines[0].startswith("report: 3 case records") and proc.stderr == ""
+    assert lines[0].startswith("report: 3 case records, 1 target(s) over 2 queue-type configuration(s), 2 requirements") and proc.stderr == ""
     page = (out / "report.html").read_text()
     matrix = page.split('id="compliance-matrix"')[1].split("</table>")[0]
     assert "amqp-0-9-1 -<" not in matrix and ">RabbitMQ 3.10.8 · AMQP 0-9-1</th>" in matrix
