@@ -27,6 +27,7 @@ from conformance.secrets import MASK, scrub
 
 #: The variable ``--target env:NAME`` reads; the rerun command names it when the run's URL was redacted.
 TARGET_ENV = "CONFORMANCE_TARGET_URL"
+RERUN_TITLE = "Rerun exactly this case"
 #: ``REQ-ID[classic]`` or ``REQ-ID[classic-single]``: a requirement narrowed to a case's parameters.
 _NARROWED = re.compile(r"^(?P<req>[A-Za-z0-9-]+)\[(?P<params>[^\]]+)\]$")
 
@@ -190,7 +191,7 @@ def sections(run: dict[str, Any], record: dict[str, Any], req: Requirement | Non
     else:
         out.append(Section("Wire trace", ("none (the case ran without the fault proxy, or it passed without --keep-history)",)))
     cmd = rerun(run, record, siblings)
-    out.append(Section("Rerun exactly this case", (cmd.line(), *(f"note: {n}" for n in cmd.notes))))
+    out.append(Section(RERUN_TITLE, (cmd.line(), *(f"note: {n}" for n in cmd.notes))))
     return [Section(s.title, tuple(scrub(line) for line in s.lines)) for s in out]
 
 
@@ -234,6 +235,11 @@ def _print_rich(blocks: list[list[Section]]) -> None:
         if i:
             console.print(Rule())
         for s in block:
+            if s.title == RERUN_TITLE:  # not boxed: a wrapped command inside a panel cannot be copied and pasted
+                console.print(Text(f"{s.title}:", style="bold"))
+                for line in s.lines:
+                    console.print(Text(line), soft_wrap=True)
+                continue
             body = Text("\n".join(s.lines))
             if s.title == "Verdict" and s.lines:
                 word = s.lines[0].split()[1] if len(s.lines[0].split()) > 1 else ""

@@ -124,3 +124,13 @@ def test_select_records_forms() -> None:
     assert len(select_records(recs, "TestX::test[classic]")) == 1
     with pytest.raises(UsageError, match="closest"):
         select_records(recs, "ACK-UNKNOWN-TAG")
+
+
+def test_the_terminal_form_boxes_sections_but_keeps_the_rerun_command_on_one_line(nack_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.explain import explain as explain_in_process
+
+    assert explain_in_process(nack_run, "NACK-MULTIPLE-REQUEUE[classic]", rich=True) == 0
+    out = capsys.readouterr().out
+    assert "╭─ Verdict" in out and "FAIL" in out
+    assert any(line.startswith("conformance run --target env:") and line.endswith("--out runs/rerun-NACK-MULTIPLE-REQUEUE")
+               for line in out.splitlines())
