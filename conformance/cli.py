@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", type=Path, required=True, help="output folder")
     rp.add_argument("--baseline", action="append", help="run folder(s) of the baseline to compare with (repeatable)")
     rp.add_argument("--spark-master", help="Spark master URL or Spark Connect sc://host:port (default local[*])")
+    rp.add_argument("--verbose", "-v", action="store_true", help="let the JVM and Spark print to the console (default: into a log file)")
     rp.set_defaults(func=cmd_report)
 
     gt = sub.add_parser("gate", help="CI gate: classify every cell of baseline and current; exit 0 passed, 1 failed, 2 inconclusive or bad input")
@@ -114,7 +115,20 @@ def build_parser() -> argparse.ArgumentParser:
     na.add_argument("--dir", type=Path, default=Path("packages"), help="where to write it (default: packages/)")
     na.set_defaults(func=lambda a: _new_adapter(a))
     # --- end issue 19 ------------------------------------------------------------------------------
+    # --- issue 22: explain one case or requirement of a results folder ---------------------------------
+    ex = sub.add_parser("explain", help="print everything a results folder holds about one case or requirement, and the command that reruns it")
+    ex.add_argument("run", type=Path, help="results folder of conformance run (results.jsonl, run.json)")
+    ex.add_argument("case", help="case id (or its tail, e.g. TestNackDiscard::test[classic-single]), requirement id, or REQ-ID[classic]")
+    ex.set_defaults(func=cmd_explain)
+    # --- end issue 22 -------------------------------------------------------------------------------
     return p
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Issue 22: rich panels on a terminal, plain text in a pipe or a CI log."""
+    from conformance.explain import explain
+
+    return explain(args.run, args.case, rich=sys.stdout.isatty())
 
 
 def _new_adapter(args: argparse.Namespace) -> int:
@@ -222,10 +236,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from reports.render import flaky_cells, unfinished_lines
     from reports.report import build
 
-    result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master)
+    result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master, verbose=bool(getattr(args, "verbose", False)))
     s = result["summary"]
-    cols = sorted({c["column"] for c in result["cells"]})
-    print(f"report: {s['records']} case records, {len(cols)} target column(s), {len({c['requirement'] for c in result['cells']})} requirements, "
+    # as the matrix shows them: targets (product, version, protocol) over their queue types; a
+    # requirement without a queue type is no configuration of its own (issue 22)
+    targets = {(c["product"], c["version"], c["protocol"]) for c in result["cells"]}
+    configs = {c["column"] for c in result["cells"] if c.get("queue_type") not in (None, "-")}
+    print(f"report: {s['records']} case records, {len(targets)} target(s) over {len(configs)} queue-type configuration(s), "
+          f"{len({c['requirement'] for c in result['cells']})} requirements, "
           f"{s['quarantined']} quarantined line(s), {s['mutated']} self-test record(s) left out")
     for name in ("report.html", "summary.md", "matrix.json", "matrix.parquet", "matrix.csv"):
         print(f"  {args.out / name}")

@@ -16,6 +16,62 @@ from reports.schema import LEVELS, VERDICTS
 
 TEMPLATES = Path(__file__).with_name("templates")
 PROBLEM_VERDICTS = ("fail", "error", "blocked", "deviation")
+#: The queue type ingest gives a record without one (a requirement that holds for the whole target).
+NO_QUEUE_TYPE = "-"
+PROTOCOL_NAMES = {"amqp-0-9-1": "AMQP 0-9-1", "amqp-1.0": "AMQP 1.0", "stomp-1.2": "STOMP 1.2"}
+
+
+def target_title(cell: dict[str, Any]) -> str:
+    """``RabbitMQ 3.10.8 · AMQP 0-9-1``: how a person names the target, not the column key."""
+    return f"{cell['product']} {cell['version']} · {PROTOCOL_NAMES.get(cell['protocol'], cell['protocol'])}"
+
+
+def queue_type_label(queue_type: str | None) -> str:
+    return "any queue type" if queue_type in (None, NO_QUEUE_TYPE) else f"{queue_type} queue"
+
+
+def matrix_layout(cells: list[dict[str, Any]], requirements: list[dict[str, Any]],
+                  grid: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    """Targets as column groups (one per product, version and protocol), their queue types as the
+    columns under them, and per requirement the cells of each group in order.
+
+    Why: a requirement without a queue type (basic.get-empty, delivery tags) holds for its whole
+    target. As a column of its own (``RabbitMQ 3.10.8 amqp-0-9-1 -``) it looked like a fourth
+    target; here its cell spans its target's queue-type columns instead. A target with no queue types
+    at all, or a requirement with both kinds of cell, keeps an "any queue type" column."""
+    groups: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for c in cells:
+        g = groups.setdefault((c["product"], c["version"], c["protocol"]), {"title": target_title(c), "typed": {}, "untyped": None})
+        if c.get("queue_type") in (None, NO_QUEUE_TYPE):
+            g["untyped"] = c["column"]
+        else:
+            g["typed"][c["column"]] = c["queue_type"]
+    targets, rows = [], {}
+    for key in sorted(groups):
+        g = groups[key]
+        typed = sorted(g["typed"], key=lambda col: g["typed"][col])
+        mixed = g["untyped"] is not None and any(
+            (r["requirement"], g["untyped"]) in grid and any((r["requirement"], col) in grid for col in typed) for r in requirements)
+        cols = [{"column": col, "label": queue_type_label(g["typed"][col])} for col in typed]
+        if g["untyped"] is not None and (mixed or not typed):
+            cols.append({"column": g["untyped"], "label": queue_type_label(None)})
+        targets.append({"title": g["title"], "columns": cols})
+        for r in requirements:
+            whole = grid.get((r["requirement"], g["untyped"])) if g["untyped"] else None
+            if whole is not None and not any((r["requirement"], col) in grid for col in typed):
+                entries = [{"cell": whole, "span": len(cols), "note": "any queue type" if len(cols) > 1 else ""}]
+            else:
+                entries = [{"cell": grid.get((r["requirement"], c["column"])), "span": 1, "note": ""} for c in cols]
+            rows.setdefault(r["requirement"], []).extend(entries)
+    return {"targets": targets, "rows": rows}
+
+
+def column_title(column: str, cells: list[dict[str, Any]]) -> str:
+    """A score table's column header in the matrix's words (``RabbitMQ 3.10.8 · AMQP 0-9-1, classic queue``)."""
+    for c in cells:
+        if c["column"] == column:
+            return f"{target_title(c)}, {queue_type_label(c.get('queue_type'))}"
+    return column
 
 
 def _anchor(cell: dict[str, Any]) -> str:
@@ -98,6 +154,7 @@ def context(result: dict[str, Any]) -> dict[str, Any]:
         kms.append(km)
     return {
         "columns": columns, "requirements": requirements, "grid": grid, "details": details, "verdicts": VERDICTS,
+        "matrix": matrix_layout(cells, requirements, grid), "column_titles": {col: column_title(col, cells) for col in columns},
         "areas": sorted({c["area"] for c in cells}), "levels": [lv for lv in LEVELS if any(c["level"] == lv for c in cells)],
         "area_scores": {(s["column"], s["area"]): s for s in result["area_scores"]},
         "level_scores": {(s["column"], s["level"]): s for s in result["level_scores"]},

@@ -83,13 +83,13 @@ def rule_coverage() -> dict[str, Any]:
     return as_data()
 
 
-def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, master: str | None = None) -> dict[str, Any]:
+def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, master: str | None = None, verbose: bool = False) -> dict[str, Any]:
     from conformance import __version__
     from reports.ingest import result_files
     from reports.session import spark_run
 
     files, base_files = result_files(paths), result_files(baseline or [])  # a bad path is a one-line error before Spark starts
-    with spark_run(master) as spark:
+    with spark_run(master, verbose=verbose) as spark:
         result, _ = figures(spark, paths)
         result["runs"] = run_statuses(files, base_files, spark)
         if baseline:

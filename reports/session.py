@@ -3,17 +3,55 @@
 ``master`` is a Spark master URL (``local[4]``, ``spark://host:7077``, ``yarn``) or a Spark Connect
 URL (``sc://host:15002``); nothing else in the pipeline changes. The UI is off unless asked for:
 a report run on a CI machine has no one to look at it, and it costs a port and start time.
+
+Quiet by default (issue 22): the JVM's and Spark's start-up lines (``WARNING: Using incubator
+modules``, ``Using Spark's default log4j profile``, NativeCodeLoader, progress bars) are not the
+report's findings. The py4j gateway is launched here with its stdout and stderr going to a log file
+(:func:`spark_log`), under a log4j2 configuration at WARN, so the console shows only the command's own
+lines and the log keeps what a person debugging Spark needs. ``verbose=True`` leaves both alone.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any, Iterator
 
+#: log4j2 for a quiet session: WARN and above, to the JVM's stderr (which goes to the log file).
+QUIET_LOG4J2 = """status = error
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = error
+"""
 
-def spark_session(master: str | None = None, *, ui: bool = False, app: str = "conformance-report") -> Any:
+_log_path: Path | None = None
+#: Set when a pipeline run failed: its Spark log outlives the process (named on stderr).
+_keep_log = False
+
+
+def _remove_log(folder: Path) -> None:
+    """At exit (the JVM writes to the log as long as the process lives): a clean run leaves no temp folder."""
+    if not _keep_log:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def spark_log() -> Path | None:
+    """Where the quiet session's JVM output went (None when it printed to the console)."""
+    return _log_path
+
+
+def spark_session(master: str | None = None, *, ui: bool = False, app: str = "conformance-report", verbose: bool = False) -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
     try:
@@ -40,18 +78,60 @@ def spark_session(master: str | None = None, *, ui: bool = False, app: str = "co
         .config("spark.driver.memory", os.environ.get("CONFORMANCE_SPARK_DRIVER_MEMORY", "4g"))
         .config("spark.ui.showConsoleProgress", "false")
     )
+    if not verbose:
+        _launch_quiet_gateway(builder)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
+def _launch_quiet_gateway(builder: Any) -> None:
+    """Start the JVM ourselves, its output into a log file, before the builder would start it on the
+    console. Only the JVM launch can be silenced this way: ``WARNING: Using incubator modules`` is
+    printed by the JVM before any logging is configured. A gateway that already exists (a session
+    kept across tests, PYSPARK_GATEWAY_PORT) is left as it is."""
+    global _log_path, _keep_log
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="conformance-spark-"))
+    props = folder / "log4j2.properties"
+    props.write_text(QUIET_LOG4J2)
+    conf = SparkConf(loadDefaults=False)
+    conf.setAll(list(builder._options.items()))
+    java_opts = " ".join(filter(None, [conf.get("spark.driver.extraJavaOptions"), f"-Dlog4j2.configurationFile=file:{props}"]))
+    conf.set("spark.driver.extraJavaOptions", java_opts)
+    builder.config("spark.driver.extraJavaOptions", java_opts)
+    atexit.register(_remove_log, folder)
+    log = folder / "spark.log"
+    _log_path = log
+    try:
+        with log.open("ab") as sink:  # the child keeps its own descriptor; ours closes at once
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": sink, "stderr": sink})
+    except Exception as exc:  # the JVM's complaint is in the log we took from the console: say where
+        from conformance.errors import UsageError
+
+        _keep_log = True
+        last = (log.read_text(errors="replace").strip().splitlines() or [type(exc).__name__])[-1]
+        raise UsageError(f"Spark's JVM did not start ({last[:200]}); its log: {log}") from None
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+
+
 @contextlib.contextmanager
-def spark_run(master: str | None = None) -> Iterator[Any]:
+def spark_run(master: str | None = None, *, verbose: bool = False) -> Iterator[Any]:
     """The pipeline run's session, stopped at the end (kept when CONFORMANCE_KEEP_SPARK is set: a
     test session shares one JVM across its tests)."""
-    spark = spark_session(master)
+    spark = spark_session(master, verbose=verbose)
     try:
         yield spark
+    except BaseException:
+        global _keep_log
+        if _log_path is not None:  # the evidence of what Spark did stays, and the error says where
+            _keep_log = True
+            print(f"report: Spark's own log: {_log_path}", file=sys.stderr)
+        raise
     finally:
         if not os.environ.get("CONFORMANCE_KEEP_SPARK"):
             spark.stop()

@@ -219,7 +219,7 @@ def test_report_outputs_and_the_page_in_a_real_browser(spark: Any, tmp_path: Pat
                           "--dump-dom", (out / "report.html").as_uri()], capture_output=True, text=True, timeout=120).stdout
     assert 'id="compliance-matrix"' in dom
     assert dom.count('class="v fail"') >= 1 and dom.count('class="v pass"') >= 4
-    assert "RabbitMQ 3.10.8 amqp-0-9-1 quorum" in dom
+    assert "RabbitMQ 3.10.8 amqp-0-9-1 quorum" in dom and "quorum queue" in dom  # the column key as title, its readable label shown
 
 
 def test_gate_command_exit_codes_and_xpass(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -252,3 +252,45 @@ def test_coverage_section_shows_each_rule_with_its_requirements_verdicts_or_why_
     assert rows[("amqp-0-9-1", "basic/reject/03")]["reason"].startswith("not testable")
     assert set(ctx["figures"]) == {"amqp-0-9-1", "amqp-1.0"}
     assert coverage_context({}, grid, []) is None  # a result built before issue 17 renders without the section
+
+
+# --- issue 22: a quiet console, and queue-type-independent requirements inside their target -------------
+
+def test_matrix_layout_spans_a_queue_type_independent_requirement_over_its_target() -> None:
+    """Pure layout on synthetic cells: no stray ``... -`` column, readable group and column titles."""
+    from reports.render import matrix_layout
+
+    def cell(req: str, qt: str, protocol: str = "amqp-0-9-1") -> dict[str, Any]:
+        return {"requirement": req, "queue_type": qt, "product": "RabbitMQ", "version": "3.10.8", "protocol": protocol,
+                "column": f"RabbitMQ 3.10.8 {protocol} {qt}", "verdict": "pass"}
+
+    cells = [cell("ACK-A", "classic"), cell("ACK-A", "quorum"), cell("ACK-GET-EMPTY", "-"), cell("LINK-X", "-", "amqp-1.0")]
+    reqs = [{"requirement": r} for r in ("ACK-A", "ACK-GET-EMPTY", "LINK-X")]
+    grid = {(c["requirement"], c["column"]): c for c in cells}
+    layout = matrix_layout(cells, reqs, grid)
+    assert [(t["title"], [c["label"] for c in t["columns"]]) for t in layout["targets"]] == [
+        ("RabbitMQ 3.10.8 · AMQP 0-9-1", ["classic queue", "quorum queue"]), ("RabbitMQ 3.10.8 · AMQP 1.0", ["any queue type"])]
+    spans = {r: [(e["cell"] or {}).get("queue_type") for e in es] for r, es in layout["rows"].items()}
+    assert spans["ACK-GET-EMPTY"] == ["-", None]  # one cell over classic+quorum, then the 1.0 target's empty cell
+    assert layout["rows"]["ACK-GET-EMPTY"][0]["span"] == 2 and spans["ACK-A"] == ["classic", "quorum", None]
+    # every row fills exactly the header's columns
+    width = sum(len(t["columns"]) for t in layout["targets"])
+    assert all(sum(e["span"] for e in es) == width for es in layout["rows"].values())
+
+
+def test_report_prints_only_its_own_lines_and_the_page_has_no_stray_column(tmp_path: Path) -> None:
+    """The real command in a subprocess, a JVM of its own: no JVM or Spark start-up noise on either stream."""
+    a = run_dir(tmp_path, "run", [rec("ACK-A", "pass"), rec("ACK-A", "fail", qt="quorum"), rec("ACK-GET-EMPTY", "pass", qt=None)])
+    out = tmp_path / "report"
+    env = {k: v for k, v in os.environ.items() if k != "CONFORMANCE_KEEP_SPARK"}
+    proc = subprocess.run(conformance_cmd("report", a, "--out", str(out), "--spark-master", "local[1]"), capture_output=True, text=True,
+                          timeout=180, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = (proc.stdout + proc.stderr).splitlines()
+    noise = [line for line in lines if any(w in line for w in ("WARN", "log4j", "incubator", "NativeCodeLoader", "Stage"))]
+    assert not noise, noise
+    assert lines[0].startswith("report: 3 case records, 1 target(s) over 2 queue-type configuration(s), 2 requirements") and proc.stderr == ""
+    page = (out / "report.html").read_text()
+    matrix = page.split('id="compliance-matrix"')[1].split("</table>")[0]
+    assert "amqp-0-9-1 -<" not in matrix and ">RabbitMQ 3.10.8 · AMQP 0-9-1</th>" in matrix
+    assert 'colspan="2"' in matrix and ">classic queue</th>" in matrix and ">quorum queue</th>" in matrix
