@@ -566,13 +566,43 @@ class DeliveryDuplicated(DeliveryOperator):
         return [encode(v, ch)]
 
 
-@operator("deliveries-reordered", P, "swaps the first redelivered basic.deliver on each channel with the delivery after it (a requeued message loses its position)")
-class DeliveriesReordered(DeliveryOperator):
+class _HoldsOneDelivery(DeliveryOperator):
+    """Holds one basic.deliver per channel so that a later one can overtake it. A held delivery is
+    never lost: it goes out in order after HOLD_S, or just before any other server frame on its
+    channel (a get-ok, a close), and the wire trace says the mutation was not applied."""
+
     HOLD_S = 0.5
+    #: How the skipped notes name the held delivery and the one that was to overtake it.
+    HELD = "delivery_tag"
+    OVERTAKER = "delivery"
 
     def __init__(self, *a: Any) -> None:
         super().__init__(*a)
         self.held: dict[int, Message] = {}
+
+    def hold(self, channel: int, msg: Message) -> list[bytes]:
+        self.held[channel] = msg
+        self.io.later(self.HOLD_S, lambda: self.release(channel))
+        return []
+
+    def release(self, channel: int) -> None:
+        held = self.held.pop(channel, None)
+        if held is not None:
+            self.skipped(f"no {self.OVERTAKER} followed {self.HELD} {held.value.delivery_tag} on channel {channel}; forwarded in order")
+            self.io.to_client(held.frames)
+
+    def other_server_frame(self, frame: Frame) -> list[bytes] | None:
+        held = self.held.pop(frame.channel, None)
+        if held is None:
+            return None
+        self.skipped(f"{frame.name} followed {self.HELD} {held.value.delivery_tag} on channel {frame.channel}; forwarded in order")
+        return [*held.frames, frame.raw]
+
+
+@operator("deliveries-reordered", P, "swaps the first redelivered basic.deliver on each channel with the delivery after it (a requeued message loses its position)")
+class DeliveriesReordered(_HoldsOneDelivery):
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
         self.done: set[int] = set()
 
     def message(self, channel: int, msg: Message) -> list[bytes]:
@@ -583,31 +613,13 @@ class DeliveriesReordered(DeliveryOperator):
         if channel in self.done or not msg.value.redelivered or msg.method.name != "basic.deliver":
             return msg.frames  # a basic.get-ok held back would hold the client's basic.get
         self.done.add(channel)
-        self.held[channel] = msg
-        self.io.later(self.HOLD_S, lambda: self.release(channel))
-        return []
-
-    def release(self, channel: int) -> None:
-        held = self.held.pop(channel, None)
-        if held is not None:
-            self.skipped(f"no delivery followed delivery_tag {held.value.delivery_tag} on channel {channel}; forwarded in order")
-            self.io.to_client(held.frames)
-
-    def other_server_frame(self, frame: Frame) -> list[bytes] | None:
-        held = self.held.pop(frame.channel, None)
-        if held is None:
-            return None
-        self.skipped(f"{frame.name} followed delivery_tag {held.value.delivery_tag} on channel {frame.channel}; forwarded in order")
-        return [*held.frames, frame.raw]
+        return self.hold(channel, msg)
 
 
 @operator("transient-overtakes-persistent", P, "forwards a transient basic.deliver before the persistent one delivered just before it on the same channel (persistent and transient messages take different paths)")
-class TransientOvertakesPersistent(DeliveryOperator):
-    HOLD_S = 0.5
-
-    def __init__(self, *a: Any) -> None:
-        super().__init__(*a)
-        self.held: dict[int, Message] = {}
+class TransientOvertakesPersistent(_HoldsOneDelivery):
+    HELD = "persistent delivery_tag"
+    OVERTAKER = "transient delivery"
 
     def message(self, channel: int, msg: Message) -> list[bytes]:
         if msg.method.name != "basic.deliver":
@@ -615,29 +627,12 @@ class TransientOvertakesPersistent(DeliveryOperator):
         persistent = _delivery_mode(msg) == 2
         held = self.held.pop(channel, None)
         if held is not None:
-            if persistent:
-                self.held[channel] = msg
-                self.io.later(self.HOLD_S, lambda: self.release(channel))
+            if persistent:  # persistent after persistent: the newer one waits for a transient instead
+                self.hold(channel, msg)
                 return held.frames
             self.applied(f"transient delivery_tag {msg.value.delivery_tag} forwarded before persistent delivery_tag {held.value.delivery_tag} on channel {channel}")
             return [*msg.frames, *held.frames]
-        if not persistent:
-            return msg.frames
-        self.held[channel] = msg
-        self.io.later(self.HOLD_S, lambda: self.release(channel))
-        return []
-
-    def release(self, channel: int) -> None:
-        held = self.held.pop(channel, None)
-        if held is not None:
-            self.skipped(f"no transient delivery followed persistent delivery_tag {held.value.delivery_tag} on channel {channel}; forwarded in order")
-            self.io.to_client(held.frames)
-
-    def other_server_frame(self, frame: Frame) -> list[bytes] | None:
-        held = self.held.pop(frame.channel, None)
-        if held is None:
-            return None
-        return [*held.frames, frame.raw]
+        return self.hold(channel, msg) if persistent else msg.frames
 
 
 def _delivery_mode(msg: Message) -> int | None:
