@@ -11,11 +11,12 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from conformance.case import WAIT_S, Case, CaseContext, Obs, ScenarioVoid
+from conformance.case import WAIT_S, CaseContext, Obs, ScenarioVoid
 from conformance.cases.failover.test_quorum import RECOVERY_S, pick
 from conformance.clients.failover import FailoverProducer, TransactionRolledBack
 from conformance.clients.node_failover import ConfirmingProducer, DedupConsumer, NodeList
-from conformance.cluster import Nodes, with_healing
+from conformance.cases.failover import NodeLossCase
+from conformance.cluster import Nodes
 from conformance.errors import OperationTimeout
 from conformance.profile import Profile
 from conformance.verdict import Verdict, first_failure, fmt, holds
@@ -31,19 +32,14 @@ def node_list(ctx: CaseContext, nodes: Nodes, actor: str, first: str) -> NodeLis
     return NodeList(lambda node: nodes.connect(actor, node, op_timeout=RECOVERY_S).session(), order)
 
 
-class TestTransactionRolledBackAfterFailover(Case):
+class TestTransactionRolledBackAfterFailover(NodeLossCase):
     """Batch 1 commits; two sends of batch 2, kill the producer's node, the third send fails over;
     commit must raise the rolled-back error; the resent batch 2 and batch 3 commit elsewhere."""
 
     requirement = "FAILOVER-CLIENT-TX-ROLLED-BACK"
     queue_types = ("quorum",)
-    disrupts_broker = True
 
-    def scenario(self, ctx: CaseContext) -> Obs:
-        nodes = Nodes(ctx)
-        return with_healing(nodes, lambda: self._run(ctx, nodes))
-
-    def _run(self, ctx: CaseContext, nodes: Nodes) -> Obs:
+    def on_nodes(self, ctx: CaseContext, nodes: Nodes) -> Obs:
         q = ctx.queue()
         victim, observer, info = pick(nodes, q, "follower")
         links = node_list(ctx, nodes, "tx-producer", victim)
@@ -98,21 +94,16 @@ def judge_tx_rolled_back(obs: Obs) -> Verdict:
     )
 
 
-class TestResendAndDedupAcrossNodes(Case):
+class TestResendAndDedupAcrossNodes(NodeLossCase):
     """A confirming producer and a deduplicating consumer, both through the victim's node, stream
     40 messages; the node dies once the consumer has 10; both fail over; the consumer must end
     with each of the 40 exactly once after filtering."""
 
     requirement = "FAILOVER-CLIENT-RESEND-DEDUP"
     queue_types = ("quorum",)
-    disrupts_broker = True
     TOTAL, KILL_AT = 40, 10
 
-    def scenario(self, ctx: CaseContext) -> Obs:
-        nodes = Nodes(ctx)
-        return with_healing(nodes, lambda: self._run(ctx, nodes))
-
-    def _run(self, ctx: CaseContext, nodes: Nodes) -> Obs:
+    def on_nodes(self, ctx: CaseContext, nodes: Nodes) -> Obs:
         q = ctx.queue()
         victim, observer, info = pick(nodes, q, "follower")
         producer = ConfirmingProducer(node_list(ctx, nodes, "producer", victim), queue=q)

@@ -15,8 +15,9 @@ from collections import Counter
 from typing import Any
 
 from conformance.api import AckMode, Session
-from conformance.case import WAIT_S, Case, CaseContext, Obs, ScenarioVoid, delivery_obs
-from conformance.cluster import Nodes, until_accepted, with_healing
+from conformance.case import WAIT_S, CaseContext, Obs, ScenarioVoid, delivery_obs
+from conformance.cases.failover import NodeLossCase
+from conformance.cluster import Nodes, until_accepted
 from conformance.errors import ConnectionLost, OperationTimeout
 from conformance.faults import Action, Fault, Moment, Sender
 from conformance.profile import Profile
@@ -43,20 +44,15 @@ def pick(nodes: Nodes, queue: str, role: str) -> tuple[str, str, dict[str, Any]]
     return victim, observer, info
 
 
-class TestConfirmedSurviveNodeLoss(Case):
+class TestConfirmedSurviveNodeLoss(NodeLossCase):
     """A confirming publisher streams through the victim's node; the node dies mid-stream; the
     publisher fails over and resends what was in flight; everything confirmed must be there."""
 
     requirement = "FAILOVER-QQ-CONFIRMED-SURVIVES"
     queue_types = ("quorum",)
     variants = ("leader", "follower")
-    disrupts_broker = True
 
-    def scenario(self, ctx: CaseContext) -> Obs:
-        nodes = Nodes(ctx)
-        return with_healing(nodes, lambda: self._run(ctx, nodes))
-
-    def _run(self, ctx: CaseContext, nodes: Nodes) -> Obs:
+    def on_nodes(self, ctx: CaseContext, nodes: Nodes) -> Obs:
         q = ctx.queue()
         victim, observer, info = pick(nodes, q, ctx.variant or "leader")
         failover_to = next(n for n in nodes.others(victim) if n != observer) if len(nodes.names) > 2 else observer
@@ -154,20 +150,15 @@ def _num(mid: str) -> int:
     return int(digits) if digits else 0
 
 
-class TestUnackedRedeliveredElsewhere(Case):
+class TestUnackedRedeliveredElsewhere(NodeLossCase):
     """A consumer holds deliveries unacknowledged through the victim's node; the node dies; the
     deliveries must come back through a surviving node, flagged redelivered."""
 
     requirement = "FAILOVER-UNACKED-REDELIVERED"
     queue_types = ("quorum",)
     variants = ("leader", "follower")
-    disrupts_broker = True
 
-    def scenario(self, ctx: CaseContext) -> Obs:
-        nodes = Nodes(ctx)
-        return with_healing(nodes, lambda: self._run(ctx, nodes))
-
-    def _run(self, ctx: CaseContext, nodes: Nodes) -> Obs:
+    def on_nodes(self, ctx: CaseContext, nodes: Nodes) -> Obs:
         q = ctx.queue()
         ids = ctx.publish(q, HELD, persistent=True)
         victim, observer, info = pick(nodes, q, ctx.variant or "leader")
@@ -200,21 +191,16 @@ def judge_redelivered(obs: Obs) -> Verdict:
     )
 
 
-class TestCommitInFlightLeaderDies(Case):
+class TestCommitInFlightLeaderDies(NodeLossCase):
     """A transacted publisher on the leader's node commits; the proxy withholds the broker's
     commit-ok (the client has no answer: the commit is in flight for it) and the leader's node is
     killed. Draining through a surviving node must show all of the transaction or none of it."""
 
     requirement = "FAILOVER-TX-COMMIT-IN-FLIGHT"
     queue_types = ("quorum",)
-    disrupts_broker = True
     N = 5
 
-    def scenario(self, ctx: CaseContext) -> Obs:
-        nodes = Nodes(ctx)
-        return with_healing(nodes, lambda: self._run(ctx, nodes))
-
-    def _run(self, ctx: CaseContext, nodes: Nodes) -> Obs:
+    def on_nodes(self, ctx: CaseContext, nodes: Nodes) -> Obs:
         q = ctx.queue()
         control = ctx.publish(q, 1, prefix="control-", persistent=True)
         victim, observer, info = pick(nodes, q, "leader")
