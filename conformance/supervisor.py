@@ -280,6 +280,22 @@ class Supervisor:
             self.report = teardown(self.token, self.directory, grace_s=self.grace_s)
         return self.report
 
+    def stop_and_reap(self, started: subprocess.Popen[str] | subprocess.Popen[bytes] | None, what: str) -> TeardownReport:
+        """The launcher's stop: the teardown above, then reap the process the launcher started
+        (the watchdog already stopped it; this only collects its exit status), and a TargetError
+        naming ``what`` when any guarded process survived SIGKILL."""
+        report = self.stop()
+        if started is not None:
+            try:
+                started.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        if report.left:
+            from conformance.errors import TargetError
+
+            raise TargetError(f"{what}: processes {report.left} survived SIGKILL")
+        return report
+
 
 # -- the watchdog's program ----------------------------------------------------------------------
 

@@ -242,16 +242,9 @@ class ProcessTarget(Target):
                 self.dir = None
             return
         self._note("stop (end of run)")
-        report = self._supervisor.stop()
-        self._supervisor = None
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-            self.proc = None
-        if report.left:
-            raise TargetError(f"target {self.name}: processes {report.left} survived SIGKILL")
+        supervisor, started = self._supervisor, self.proc
+        self._supervisor, self.proc = None, None
+        supervisor.stop_and_reap(started, f"target {self.name}")
         self.dir = None
 
 

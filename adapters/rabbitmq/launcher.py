@@ -316,16 +316,9 @@ class RabbitMQLocalNode(Target):
                 shutil.rmtree(self.dir, ignore_errors=True)
                 self.dir = None
             return
-        report = self._supervisor.stop()
-        self._supervisor = None
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=5)  # reap the start script (the watchdog stopped it)
-            except subprocess.TimeoutExpired:
-                pass
-            self.proc = None
-        if report.left:
-            raise TargetError(f"RabbitMQ node {self.node}: processes {report.left} survived SIGKILL")
+        supervisor, started = self._supervisor, self.proc
+        self._supervisor, self.proc = None, None
+        report = supervisor.stop_and_reap(started, f"RabbitMQ node {self.node}")
         if report.removed_dir:
             self.dir = None
 

@@ -190,16 +190,9 @@ class ActiveMQLocal(Target):
             if self._own_dir and self.dir is not None:
                 shutil.rmtree(self.dir, ignore_errors=True)
             return
-        report = self._supervisor.stop()
-        self._supervisor = None
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-            self.proc = None
-        if report.left:
-            raise TargetError(f"ActiveMQ: processes {report.left} survived SIGKILL")
+        supervisor, started = self._supervisor, self.proc
+        self._supervisor, self.proc = None, None
+        supervisor.stop_and_reap(started, "ActiveMQ")
 
 
 class RabbitMQStompNode(RabbitMQLocalNode):
