@@ -30,7 +30,7 @@ from conformance.capabilities import applicability  # issue 19
 from conformance.catalogue import LEVELS, Requirement, catalogue_digest, check_selection, requirement
 from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, NoReply, OperationTimeout, TargetError, Unsupported, UsageError
 from conformance.history import History
-from conformance import liveness, preflight  # issue 16: preflight, health probe, missing deliveries
+from conformance import deadline, liveness, preflight  # issue 16: preflight, health probe, missing deliveries
 from conformance import shared_fault  # issue 20: one broker fault shared by the disruptive cases
 from conformance.cluster import merge_mutation_stats, mutated_node_urls
 from conformance.mutations import alters, make as make_mutation
@@ -452,6 +452,7 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
     try:
         with _broker_lock(state, exclusive=case.disrupts_broker, history=history):
             obs = shared_fault.scenario(item, case, ctx, lambda other: _context_for(other, state))  # issue 20
+            deadline.overrun(item, started)  # a lost alarm never lets a case pass past its deadline
         interrupted = False
     except Unsupported as exc:
         ctx.close(True)
@@ -460,6 +461,8 @@ def _run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | 
         finish(v, history, trace=ctx.wire_trace())
         pytest.skip(f"unsupported: {v.reason}")
     except BaseException as exc:
+        if type(exc).__name__ == "Failed":
+            deadline.disarm()  # the deadline is caught: the record below is written undisturbed
         cause = None
         if isinstance(exc, (ConnectionLost, OSError, ConformanceError)):
             cause = probe_tcp(state.url) if state.target is None else (state.target.check_alive())
@@ -654,6 +657,14 @@ def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: p
     if record.get("verdict") == "error" and report.longreprtext:
         record["traceback"] = report.longreprtext[-2000:]
     state.writer.append(record)  # the writer scrubs
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    """A case's deadline re-fires until caught (conformance.deadline); other items keep pytest-timeout's."""
+    if settings.method == "signal" and isinstance(getattr(item, "instance", None), Case):
+        return deadline.set_timer(item, settings.timeout) or None
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)  # issue 20: before xdist reads the xdist_group marks it sets (loadgroup)

@@ -125,6 +125,10 @@ class RabbitMQCluster(Target):
             with ThreadPoolExecutor(max_workers=self.size) as pool:
                 list(pool.map(lambda n: n.start(), self.nodes))
             self.nodes[0].ctl("await_online_nodes", str(self.size), "--timeout", str(int(self.boot_timeout)))
+            # A fresh single node enables every feature flag; a cluster formed by peer discovery under
+            # load was once left with quorum_queue disabled (every quorum declare then fails 541).
+            # Enabling all of them once the nodes are in is what a fresh node would have done.
+            self.nodes[0].ctl("enable_feature_flag", "all")
         except BaseException:
             self.stop()
             raise
