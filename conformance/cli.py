@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--rules", action="store_true", help="the spec rules' coverage map: covering requirements, or why none (issue 17)")
     ls.add_argument("--level", choices=[lv.lower() for lv in LEVELS] + list(LEVELS), help="only this level")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
+    ls.add_argument("--pack", action="append", help="also list this requirement pack's requirements (repeatable)")
+    ls.add_argument("--adapter", help="list the requirement packs this adapter's package ships too")
     ls.add_argument("--profile-keys", action="store_true", help="print the profile keys the cases read, their values and meaning")  # profile-keys
     ls.set_defaults(func=cmd_list)
     # --- issue 19: the adapter kit's contract check ------------------------------------------------
@@ -169,6 +171,15 @@ def target_options(p: argparse.ArgumentParser, *, out: str) -> None:
     p.add_argument("--profile", help="profile id or YAML file (default: chosen from the server's product and version)")
     p.add_argument("--out", type=Path, help=out)
     p.add_argument("--area", action="append", help="only this area (repeatable)")
+    p.add_argument("--pack", action="append", help="also load this requirement pack; no:NAME leaves out one the adapter's package ships (repeatable; see README 'Requirement packs')")
+
+
+def activate_packs(args: argparse.Namespace, adapter: str | None = None) -> None:
+    """Issue 19 §2: the requirement packs the command's options select (conformance.packs), before
+    any requirement id or area is checked."""
+    from conformance import packs
+
+    packs.activate(packs.selection(getattr(args, "pack", None) or [], adapter or getattr(args, "adapter", None)))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -179,6 +190,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         print(render_keys())
         return EXIT_OK
+    activate_packs(args)  # issue 19 §2
     # --- issue 17: --rules, the coverage map of the spec rules ---------------------------------------
     if getattr(args, "rules", False):
         return _list_rules(args)
@@ -291,6 +303,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
             console.print(f"[bold]{m.name}[/bold] ({m.protocol}): {m.description}", markup=True)
             console.print(f"    breaks: {', '.join(exp.breaks) if exp else '(not declared)'}", markup=False)
         return EXIT_OK
+    activate_packs(args)  # issue 19 §2: a pack's area is a valid --area
     check_selection([], args.area or [])
     if args.workers < 1 or args.parallel < 1:
         raise UsageError("--workers and --parallel must be at least 1")
@@ -303,8 +316,12 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     try:
         from urllib.parse import urlsplit
 
-        protocol = adapter_for(urlsplit(target.url).scheme, args.adapter)().protocol
-        opts = Options(target_url=target.url, handle=target.handle(), protocol=protocol, out=out, adapter=args.adapter,
+        adapter_cls = adapter_for(urlsplit(target.url).scheme, args.adapter)
+        protocol = adapter_cls().protocol
+        from conformance import packs
+
+        activate_packs(args, packs.adapter_entry_name(adapter_cls))  # issue 19 §2: before expectations are read
+        opts = Options(packs=args.pack or [], target_url=target.url, handle=target.handle(), protocol=protocol, out=out, adapter=args.adapter,
                        profile=args.profile, areas=args.area or [], mutations=args.mutation or [], workers=args.workers,
                        parallel=args.parallel, case_timeout=args.case_timeout, skip_restarts=args.skip_restarts)
         matrix = selftest(opts, say=lambda text: console.print(text, markup=False))
@@ -334,6 +351,7 @@ def default_workers(args: argparse.Namespace) -> int:
 def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
     from conformance.cases import CASES_DIR
 
+    activate_packs(args)  # issue 19 §2: a pack's requirement ids and areas are valid selections
     check_selection(args.requirement or [], (args.area or []) + (getattr(args, "exclude_area", None) or []))
     workers = default_workers(args)
     if workers < 1:
@@ -360,7 +378,7 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
         argv += ["--requirement", rid]
     for area in args.area or []:
         argv += ["--area", area]
-    for opt in ("exclude_area", "level", "queue_type"):
+    for opt in ("exclude_area", "level", "queue_type", "pack"):
         for value in getattr(args, opt, None) or []:
             argv += [f"--{opt.replace('_', '-')}", value]
     repeat = getattr(args, "repeat", None)

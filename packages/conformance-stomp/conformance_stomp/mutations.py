@@ -78,3 +78,31 @@ class AutoAckCleared(HeaderRewriter):
         if ("ack", "auto") not in headers or ("browser", "true") in headers:  # the counting browser stays as it is
             return None
         return [(k, "client-individual" if k == "ack" else v) for k, v in headers]
+
+
+# --- mutations of the STOMP requirement pack (conformance_stomp/pack): expectations say pack: stomp
+@operator("stomp-receipt-id-mangled", PROTOCOL, "RECEIPT frames carry a receipt-id the client never asked for")
+class ReceiptIdMangled(HeaderRewriter):
+    sender, command = Sender.SERVER, "RECEIPT"
+
+    def change(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]] | None:
+        return [(k, f"{v}-mangled" if k == "receipt-id" else v) for k, v in headers]
+
+
+@operator("stomp-individual-ack-cumulative", PROTOCOL, "SUBSCRIBE ack:client-individual becomes ack:client (every ACK cumulative)")
+class IndividualAckCumulative(HeaderRewriter):
+    command = "SUBSCRIBE"
+
+    def change(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]] | None:
+        if ("ack", "client-individual") not in headers:
+            return None
+        return [(k, "client" if k == "ack" else v) for k, v in headers]
+
+
+@operator("stomp-errors-swallowed", PROTOCOL, "the server's ERROR frames never reach the client (it sees only the close)")
+class ErrorsSwallowed(Mutator):
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is not Sender.SERVER or frame.name != "ERROR":
+            return None
+        self.applied("ERROR swallowed")
+        return []
