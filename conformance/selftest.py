@@ -90,7 +90,7 @@ def disruptive_requirements() -> set[str]:
 
 
 def _pytest_argv(opts: Options, run: Run, out: Path) -> list[str]:
-    from conformance.cli import pytest_args
+    from conformance.run_args import pytest_args
 
     ns = argparse.Namespace(
         target=opts.target_url, adapter=opts.adapter, profile=opts.profile, requirement=run.requirements,
