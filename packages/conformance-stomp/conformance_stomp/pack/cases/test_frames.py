@@ -22,8 +22,9 @@ def raw(ctx: CaseContext, actor: str) -> RawStomp:
 
 
 class TestReceiptCarriesReceiptId(Case):
-    """Three client frames ask for a receipt; every RECEIPT must carry one of the values asked for,
-    and every value asked for must come back."""
+    """Four client frames of different commands ask for a receipt (SUBSCRIBE, SEND, the ACK of the
+    message sent, UNSUBSCRIBE); every RECEIPT must carry one of the values asked for, and every value
+    asked for must come back."""
 
     requirement = "STOMP-RECEIPT-ID"
 
@@ -33,20 +34,24 @@ class TestReceiptCarriesReceiptId(Case):
         try:
             dest = c.dialect.destination(q)
             tag = uuid.uuid4().hex[:8]
-            asked = [f"subscribe-{tag}", f"send-{tag}", f"unsubscribe-{tag}"]
-            c.send("SUBSCRIBE", {"id": "s1", "destination": dest, "ack": "auto", "receipt": asked[0]})
+            asked = [f"subscribe-{tag}", f"send-{tag}", f"ack-{tag}", f"unsubscribe-{tag}"]
+            c.send("SUBSCRIBE", {"id": "s1", "destination": dest, "ack": "client-individual", "receipt": asked[0]})
             c.send("SEND", {"destination": dest, "receipt": asked[1]}, b"m1")
-            c.send("UNSUBSCRIBE", {"id": "s1", "receipt": asked[2]})
             receipts: list[dict[str, str]] = []
             missing = ""
             try:
-                while len(receipts) < len(asked):
-                    f = c.next("RECEIPT")
+                while True:
+                    f = c.next("MESSAGE and RECEIPTs")
                     if f.command == "RECEIPT":
                         receipts.append(f.headers)
-                        ctx.history.add("client", "RECEIPT", f"receipt-id={f.headers.get('receipt-id')!r}")
+                    elif f.command == "MESSAGE":
+                        c.send("ACK", {"id": f.headers.get("ack", ""), "receipt": asked[2]})
+                        c.send("UNSUBSCRIBE", {"id": "s1", "receipt": asked[3]})
+                    if len(receipts) == len(asked):
+                        break
             except (NoReply, ConnectionLost) as exc:
                 missing = str(exc)
+            ctx.history.add("client", "RECEIPT", f"receipt-ids {[h.get('receipt-id') for h in receipts]}")
             return {"asked": asked, "receipt_ids": [h.get("receipt-id") for h in receipts], "short": missing}
         finally:
             c.close()
