@@ -150,8 +150,13 @@ def cmd_adapter_check(args: argparse.Namespace) -> int:
     from conformance.api import adapter_for
     from conformance.targets import make_target
 
+    from conformance.errors import TargetError
+
     target = make_target(args.target)
-    target.start()
+    try:
+        target.start()
+    except TargetError as exc:  # an unreachable broker is one line (exit 2), not a traceback
+        raise UsageError(str(exc)) from None
     try:
         adapter = adapter_for(urlsplit(str(target.url)).scheme, args.adapter)()
         results = check(adapter, target.url)
