@@ -161,3 +161,21 @@ def test_a_broken_pack_nobody_selected_does_not_stop_a_command_and_a_selected_on
     # a run that selects it stops before anything is launched (nothing listens on port 9), in the same line
     run = _cli(site, "run", "--target", "stomp://127.0.0.1:9/", "--pack", "broken", "--out", str(tmp_path / "run"))
     assert (run.returncode, run.stderr.strip()) == (2, bad.stderr.strip())
+
+
+def test_mutation_expectations_naming_a_packs_requirements_are_checked_only_with_the_pack(site: Path, tmp_path: Path) -> None:
+    """A plugin's mutations are always registered (the proxy runs in a process of its own), but the
+    requirements they break may live in a pack the run did not load: out of scope then, checked
+    when the pack is loaded."""
+    from conformance.mutations import _expectations_of
+
+    install_pack(site, "widget-pack", "widget", "widget_pack")
+    path = tmp_path / "expectations.yaml"
+    path.write_text("schema: conformance.mutation-expectations/1\nmutations:\n  redelivered-cleared:\n"
+                    "    pack: widget\n    breaks: [WIDGET-PING-PONG]\n    why: test\n")
+    assert _expectations_of(path)["redelivered-cleared"].breaks == ("WIDGET-PING-PONG",)
+    packs.activate(["widget"])
+    assert _expectations_of(path)["redelivered-cleared"].breaks == ("WIDGET-PING-PONG",)
+    path.write_text(path.read_text().replace("[WIDGET-PING-PONG]", "[WIDGET-NO-SUCH]"))
+    with pytest.raises(UsageError, match="unknown requirement 'WIDGET-NO-SUCH'"):
+        _expectations_of(path)
