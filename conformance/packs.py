@@ -123,11 +123,9 @@ def selection(options: Iterable[str] = (), adapter: str | None = None) -> list[s
         name = opt[3:] if opt.startswith("no:") else opt
         if name not in known:
             raise UsageError(f"unknown requirement pack {name!r} (--pack); installed: {', '.join(known) or 'none'}")
-        if opt.startswith("no:"):
-            wanted = [w for w in wanted if w != name]
-        elif name not in wanted:
+        if not opt.startswith("no:") and name not in wanted:
             wanted.append(name)
-    excluded = {o[3:] for o in options if o.startswith("no:")}
+    excluded = {o[3:] for o in options if o.startswith("no:")}  # no:NAME wins, wherever it stands
     return [w for w in wanted if w not in excluded]
 
 
