@@ -78,7 +78,7 @@ def _from_entry_point(ep: EntryPoint) -> Pack:
     """Load and validate one pack's declaration (not yet its requirements: see :func:`activate`)."""
     try:
         obj = ep.load()
-    except Exception as exc:  # a broken third-party pack: one line naming it, never a traceback
+    except Exception as exc:  # noqa: BLE001 - a broken third-party pack: one line naming it, never a traceback
         raise _fail(ep.name, f"failed to load: {type(exc).__name__}: {exc}") from None
     reqs = _yaml_files(ep.name, obj, "REQUIREMENTS", True)
     rules = _yaml_files(ep.name, obj, "RULES", False)
@@ -94,7 +94,7 @@ def _from_entry_point(ep: EntryPoint) -> Pack:
     protocols = getattr(obj, "PROTOCOLS", ()) or ()
     if isinstance(protocols, str) or not all(isinstance(p, str) for p in protocols):
         raise _fail(ep.name, "PROTOCOLS must be a list of protocol names")
-    return Pack(ep.name, reqs, rules, cases, Path(list(spec.submodule_search_locations)[0]), tuple(protocols))
+    return Pack(ep.name, reqs, rules, cases, Path(next(iter(spec.submodule_search_locations))), tuple(protocols))
 
 
 def installed() -> list[str]:
@@ -120,7 +120,7 @@ def selection(options: Iterable[str] = (), adapter: str | None = None) -> list[s
     if dist is not None:
         wanted = sorted({ep.name for ep in entry_points(group=PACK_GROUP) if ep.dist is not None and ep.dist.name == dist})
     for opt in options:
-        name = opt[3:] if opt.startswith("no:") else opt
+        name = opt.removeprefix("no:")
         if name not in known:
             raise UsageError(f"unknown requirement pack {name!r} (--pack); installed: {', '.join(known) or 'none'}")
         if not opt.startswith("no:") and name not in wanted:

@@ -26,7 +26,7 @@ def install_editable(root: Path, site: Path) -> None:
 def test_new_adapter_then_install_then_the_skeletons_own_tests_pass(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     made = subprocess.run([sys.executable, "-m", "conformance.cli", "new-adapter", "inhouse", "--dir", str(tmp_path)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=60)
     assert made.returncode == 0, made.stderr
     root = tmp_path / "conformance-inhouse"
     meta = tomllib.loads((root / "pyproject.toml").read_text())["project"]
@@ -37,6 +37,6 @@ def test_new_adapter_then_install_then_the_skeletons_own_tests_pass(tmp_path: Pa
     env.pop("CONFORMANCE_INHOUSE_URL", None)
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the skeleton's tests need no plugin: seconds saved on a busy machine
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", str(root / "tests")],
-                           cwd=root, env=env, capture_output=True, text=True, timeout=120)
+                           cwd=root, env=env, capture_output=True, text=True, check=False, timeout=120)
     assert tests.returncode == 0, tests.stdout[-3000:]
     assert "3 passed, 1 skipped" in tests.stdout, tests.stdout[-2000:]  # skipped: adapter-check without a broker URL

@@ -95,7 +95,7 @@ def test_the_stomp_requirement_pack_runs_beside_the_catalogue(runs: dict, target
     on both brokers; the broken pack installed beside it was never loaded (the run finished)."""
     if not PACK_INSTALLED:
         pytest.skip("this install of the STOMP package predates its requirement pack (pip install -e packages/conformance-stomp)")
-    proc, out = runs[target]
+    _, out = runs[target]
     recs = [r for r in read_results(out) if r["area"] == "stomp"]
     got = {(r["requirement"], r["queue_type"]): (r["verdict"], r["level"]) for r in recs}
     want = {("STOMP-RECEIPT-ID", "MUST"), ("STOMP-INDIVIDUAL-ACK-NOT-CUMULATIVE", "MUST"),

@@ -13,7 +13,6 @@ from typing import NamedTuple
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from conformance.errors import ConnectionLost, NoReply
-
 from conformance_stomp.dialect import Dialect, dialect_for
 from conformance_stomp.wire import StompCodec, build, parse
 
@@ -63,7 +62,7 @@ class RawStomp:
             self.sock.settimeout(left)
             try:
                 data = self.sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError as exc:  # a reset after the server's last frame is a close too
                 data, self.eof = b"", True

@@ -10,7 +10,6 @@ from conformance.case import Case, CaseContext, Obs
 from conformance.errors import ConnectionLost, NoReply
 from conformance.profile import Profile
 from conformance.verdict import Verdict, holds
-
 from conformance_stomp.pack.cases.raw import RawStomp
 
 
@@ -76,7 +75,7 @@ class TestIndividualAckNotCumulative(Case):
         try:
             id_header = c.dialect["message-id-header"]
             c.send("SUBSCRIBE", {"id": "s1", "destination": c.dialect.destination(q), "ack": "client-individual"})
-            held = []
+            held: list[dict[str, str | None]] = []
             while len(held) < 2:
                 f = c.next("MESSAGE")
                 if f.command == "MESSAGE":
