@@ -30,7 +30,8 @@ from conformance.capabilities import applicability  # issue 19
 from conformance.catalogue import LEVELS, Requirement, catalogue_digest, check_selection, requirement
 from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, NoReply, OperationTimeout, TargetError, Unsupported, UsageError
 from conformance.history import History
-from conformance import liveness, packs, preflight  # issue 16; packs: issue 19 §2: preflight, health probe, missing deliveries
+from conformance import liveness, preflight  # issue 16: preflight, health probe, missing deliveries
+from conformance import packs  # issue 19 §2: requirement packs
 from conformance import shared_fault  # issue 20: one broker fault shared by the disruptive cases
 from conformance.cluster import merge_mutation_stats, mutated_node_urls
 from conformance.mutations import alters, make as make_mutation
