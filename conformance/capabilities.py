@@ -57,7 +57,12 @@ def applicability(req: Any, adapter: Any, profile: Any) -> str | None:
     record), or None when it applies.
 
     An adapter that declares no capabilities (written before they existed) keeps the old rule: the
-    requirement's protocol list."""
+    requirement's protocol list. A requirement of a pack whose cases speak a protocol's frames
+    themselves (conformance.packs ``PROTOCOLS``) applies to adapters of that protocol only."""
+    wire = getattr(req, "wire_protocols", ())
+    if wire and adapter.protocol not in wire:
+        return (f"requirement does not apply to {adapter.protocol}: its cases (pack {req.pack}) speak "
+                f"{', '.join(wire)} on the wire")
     offered = adapter_capabilities(adapter)
     if offered is None:
         if req.protocols and adapter.protocol not in req.protocols:

@@ -45,6 +45,10 @@ class Requirement:
     #: Capabilities the cases need (conformance/capabilities.yaml): the requirement applies to every
     #: adapter offering them, whatever its protocol (issue 19). ``protocols`` only scopes the levels.
     needs: tuple[str, ...] = ()
+    #: The requirement pack that ships it (conformance.packs), None for the core catalogue.
+    pack: str | None = None
+    #: The protocols its pack's cases speak on the wire themselves: it applies to no other adapter.
+    wire_protocols: tuple[str, ...] = ()
 
     def rule_refs(self) -> dict[str, list[str]]:
         return {p: list(ids) for p, ids in self.rules}
@@ -69,7 +73,7 @@ class Area:
     requirements: tuple[Requirement, ...]
 
 
-def _parse_area(data: Any, origin: str) -> Area:
+def _parse_area(data: Any, origin: str, pack: Any = None) -> Area:
     if not isinstance(data, dict) or "area" not in data or "requirements" not in data:
         raise UsageError(f"{origin}: a requirements file needs 'area' and 'requirements'")
     area = str(data["area"])
@@ -110,6 +114,8 @@ def _parse_area(data: Any, origin: str) -> Area:
                 extra={k: v for k, v in raw.items() if k not in known},
                 rules=rules,
                 needs=needs,
+                pack=pack.name if pack is not None else None,
+                wire_protocols=pack.protocols if pack is not None else (),
             )
         )
     return Area(id=area, title=str(data.get("title", area)), requirements=tuple(reqs))
@@ -148,16 +154,20 @@ def check_levels(req: Requirement) -> None:
 
 
 def load_areas(paths: Iterable[Path] | None = None) -> list[Area]:
+    """The core's requirement files, then those of every active requirement pack (conformance.packs)."""
+    from conformance.packs import active, pack_of
+
     if paths is None:
         root = resources.files("conformance") / "requirements"
         paths = sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith(".yaml"))
+        paths += [f for pack in active() for f in pack.requirement_files]
     areas = []
     for p in paths:
         try:
             data = yaml.safe_load(Path(p).read_text())
         except (OSError, yaml.YAMLError) as exc:
             raise UsageError(f"{p}: cannot read requirements: {exc}") from exc
-        areas.append(_parse_area(data, str(p)))
+        areas.append(_parse_area(data, str(p), pack_of(Path(p))))
     return areas
 
 
@@ -168,7 +178,8 @@ def catalogue() -> dict[str, Requirement]:
     for area in load_areas():
         for r in area.requirements:
             if r.id in out:
-                raise UsageError(f"duplicate requirement id {r.id}")
+                first = out[r.id].pack
+                raise UsageError(f"duplicate requirement id {r.id}" + (f" (already in {'pack ' + first if first else 'the core catalogue'})" if r.pack else ""))
             check_levels(r)
             out[r.id] = r
     return out
@@ -215,7 +226,7 @@ def catalogue_digest() -> str:
 
     rows = [
         [r.id, r.level, r.area, r.text, list(r.protocols), r.profile_entry or "", [[s.kind, s.ref] for s in r.sources],
-         [[p, list(ids)] for p, ids in r.rules], list(r.needs)]
+         [[p, list(ids)] for p, ids in r.rules], list(r.needs)] + ([r.pack, list(r.wire_protocols)] if r.pack else [])
         for r in sorted(catalogue().values(), key=lambda r: r.id)
     ]
     return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()

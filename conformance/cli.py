@@ -19,6 +19,7 @@ from conformance import __version__
 from conformance.catalogue import LEVELS, check_selection, select
 from conformance.errors import UsageError
 from conformance.results import read_results, read_run
+from conformance.run_args import TARGET_ENV, activate_packs, default_workers, pytest_args, target_argv  # noqa: F401 - the CLI's names
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -103,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--rules", action="store_true", help="the spec rules' coverage map: covering requirements, or why none (issue 17)")
     ls.add_argument("--level", choices=[lv.lower() for lv in LEVELS] + list(LEVELS), help="only this level")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
+    ls.add_argument("--pack", action="append", help="also list this requirement pack's requirements (repeatable)")
+    ls.add_argument("--adapter", help="list the requirement packs this adapter's package ships too")
     ls.add_argument("--profile-keys", action="store_true", help="print the profile keys the cases read, their values and meaning")  # profile-keys
     ls.set_defaults(func=cmd_list)
     # --- issue 19: the adapter kit's contract check ------------------------------------------------
@@ -147,8 +150,13 @@ def cmd_adapter_check(args: argparse.Namespace) -> int:
     from conformance.api import adapter_for
     from conformance.targets import make_target
 
+    from conformance.errors import TargetError
+
     target = make_target(args.target)
-    target.start()
+    try:
+        target.start()
+    except TargetError as exc:  # an unreachable broker is one line (exit 2), not a traceback
+        raise UsageError(str(exc)) from None
     try:
         adapter = adapter_for(urlsplit(str(target.url)).scheme, args.adapter)()
         results = check(adapter, target.url)
@@ -169,6 +177,7 @@ def target_options(p: argparse.ArgumentParser, *, out: str) -> None:
     p.add_argument("--profile", help="profile id or YAML file (default: chosen from the server's product and version)")
     p.add_argument("--out", type=Path, help=out)
     p.add_argument("--area", action="append", help="only this area (repeatable)")
+    p.add_argument("--pack", action="append", help="also load this requirement pack; no:NAME leaves out one the adapter's package ships (repeatable; see README 'Requirement packs')")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -179,6 +188,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         print(render_keys())
         return EXIT_OK
+    activate_packs(args)  # issue 19 §2
     # --- issue 17: --rules, the coverage map of the spec rules ---------------------------------------
     if getattr(args, "rules", False):
         return _list_rules(args)
@@ -291,6 +301,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
             console.print(f"[bold]{m.name}[/bold] ({m.protocol}): {m.description}", markup=True)
             console.print(f"    breaks: {', '.join(exp.breaks) if exp else '(not declared)'}", markup=False)
         return EXIT_OK
+    activate_packs(args)  # issue 19 §2: a pack's area is a valid --area
     check_selection([], args.area or [])
     if args.workers < 1 or args.parallel < 1:
         raise UsageError("--workers and --parallel must be at least 1")
@@ -303,8 +314,12 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     try:
         from urllib.parse import urlsplit
 
-        protocol = adapter_for(urlsplit(target.url).scheme, args.adapter)().protocol
-        opts = Options(target_url=target.url, handle=target.handle(), protocol=protocol, out=out, adapter=args.adapter,
+        adapter_cls = adapter_for(urlsplit(target.url).scheme, args.adapter)
+        protocol = adapter_cls().protocol
+        from conformance import packs
+
+        activate_packs(args, packs.adapter_entry_name(adapter_cls))  # issue 19 §2: before expectations are read
+        opts = Options(packs=args.pack or [], target_url=target.url, handle=target.handle(), protocol=protocol, out=out, adapter=args.adapter,
                        profile=args.profile, areas=args.area or [], mutations=args.mutation or [], workers=args.workers,
                        parallel=args.parallel, case_timeout=args.case_timeout, skip_restarts=args.skip_restarts)
         matrix = selftest(opts, say=lambda text: console.print(text, markup=False))
@@ -322,85 +337,6 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         console.print(f"  unproven: {case} [{level}]" + (" (documented deviation on the clean run)" if clean == "deviation" else ""), markup=False)
     console.print(f"kill matrix: {out}/killmatrix.json  {out}/killmatrix.md", markup=False)
     return EXIT_OK if matrix["ok"] else EXIT_FAIL
-
-
-def default_workers(args: argparse.Namespace) -> int:
-    """--workers (1 when a caller's namespace leaves it out). Two workers were measured faster for the
-    whole catalogue on 2 cores (bench/catalogue.py); making them the default waits on the full test
-    suite passing under them (issue 20)."""
-    return 1 if args.workers is None else int(args.workers)
-
-
-def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
-    from conformance.cases import CASES_DIR
-
-    check_selection(args.requirement or [], (args.area or []) + (getattr(args, "exclude_area", None) or []))
-    workers = default_workers(args)
-    if workers < 1:
-        raise UsageError("--workers must be at least 1")
-    argv = [
-        "-p", "conformance.pytest_plugin",
-        "-p", "no:cacheprovider",
-        "-c", str(CASES_DIR / "pytest.ini"),
-        "--rootdir", str(CASES_DIR),
-        str(CASES_DIR),
-        *target_argv(args.target),
-        "--results-dir", str(out),
-        "--case-timeout", str(args.case_timeout),
-        "--junitxml", str(out / "junit.xml"),
-        "--alluredir", str(out / "allure-results"),
-        "-rfEX",
-        "-v" if args.verbose else "-q",
-        "--tb=short",  # no argument lists of the runner's frames: failures speak through their verdict
-    ]
-    for opt in ("adapter", "profile"):
-        if getattr(args, opt):
-            argv += [f"--{opt}", getattr(args, opt)]
-    for rid in args.requirement or []:
-        argv += ["--requirement", rid]
-    for area in args.area or []:
-        argv += ["--area", area]
-    for opt in ("exclude_area", "level", "queue_type"):
-        for value in getattr(args, opt, None) or []:
-            argv += [f"--{opt.replace('_', '-')}", value]
-    repeat = getattr(args, "repeat", None)
-    repeat = 1 if repeat is None else repeat
-    if repeat < 1:
-        raise UsageError("--repeat must be at least 1")
-    if repeat > 1:
-        argv += ["--repeat", str(repeat)]
-    if args.keep_history:
-        argv.append("--keep-history")
-    if getattr(args, "mutation", None):
-        from conformance.mutations import alters, make
-
-        if alters(args.mutation):
-            make(args.mutation)  # an unknown name is a one-line usage error, before anything starts
-        argv += ["--mutation", args.mutation]
-    if workers > 1:
-        argv += ["-n", str(workers), "--dist", "loadgroup"]  # issue 20: the cases of a shared broker fault on one worker
-    return argv
-
-
-#: The environment variable through which a target URL with a password reaches pytest (and the
-#: self-test's child processes): never their argv, which every user of the machine can read.
-TARGET_ENV = "CONFORMANCE_TARGET_URL"
-
-
-def target_argv(target: str) -> list[str]:
-    from urllib.parse import urlsplit
-
-    from conformance.secrets import register_url
-
-    try:
-        secret = "://" in target and urlsplit(target).password is not None
-    except ValueError:
-        secret = False
-    if not secret:
-        return ["--target", target]
-    register_url(target)
-    os.environ[TARGET_ENV] = target
-    return ["--target", "env", "--target-env", TARGET_ENV]
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -42,7 +42,8 @@ def coverage(rules: Iterable[Rule] | None = None, requirements: Iterable[Require
 def figures(rows: list[RuleCoverage]) -> dict[str, dict[str, int]]:
     """Per protocol: covered, testable, total (and covered among the testable MUST/SHOULD rules)."""
     out: dict[str, dict[str, int]] = {}
-    for protocol in PROTOCOLS:
+    packs_protocols = sorted({c.rule.protocol for c in rows} - set(PROTOCOLS))  # a requirement pack's rules (issue 19 §2)
+    for protocol in (*PROTOCOLS, *packs_protocols):
         mine = [c for c in rows if c.rule.protocol == protocol]
         normative = [c for c in mine if c.rule.testable and c.rule.level in ("MUST", "SHOULD")]
         out[protocol] = {

@@ -2,7 +2,10 @@
 
 It writes what packages/conformance-stomp/ has, empty: a pyproject with the entry points the core
 reads, an adapter whose every operation raises Unsupported until implemented (so a half-written
-adapter reports "unsupported", never a pass), a profile stub, and a test that runs adapter-check.
+adapter reports "unsupported", never a pass), a profile stub, an empty requirement pack (where the
+team's own requirements, the spec rules they quote and their cases go), a test that the installed
+entry points resolve (no broker needed: the first thing a new package must get right) and a test
+that runs adapter-check against a broker.
 """
 
 from __future__ import annotations
@@ -29,11 +32,16 @@ dependencies = ["broker-conformance"]  # and your client library
 [project.entry-points."conformance.profiles"]
 {name} = "{pkg}:PROFILES_DIR"
 
+# Your own requirements, the spec rules they quote and their cases (README "Requirement packs");
+# loaded by default with this package's adapter, with --pack {name} otherwise.
+[project.entry-points."conformance.packs"]
+{name} = "{pkg}.pack"
+
 [tool.setuptools.packages.find]
 include = ["{pkg}*"]
 
 [tool.setuptools.package-data]
-{pkg} = ["profiles/*.yaml"]
+{pkg} = ["profiles/*.yaml", "pack/requirements/*.yaml", "pack/rules/*.yaml"]
 '''
 
 INIT = '''"""{name} plugin for the broker conformance suite (found by the core through entry points only)."""
@@ -101,6 +109,69 @@ queue_types:
     source: "where your broker documents how a queue is created"
 '''
 
+PACK_INIT = '''"""The {name} requirement pack (README "Requirement packs"): requirements of your protocol's
+specification that the shared catalogue does not have, with the cases that check them."""
+
+from pathlib import Path
+
+_HERE = Path(__file__).parent
+REQUIREMENTS = str(_HERE / "requirements")
+RULES = str(_HERE / "rules")
+CASES = "{pkg}.pack.cases"
+#: The protocols the pack's cases speak on the wire themselves (only adapters of these run them).
+PROTOCOLS = ("{name}",)
+'''
+
+PACK_RULES = '''# The normative statements of your protocol's specification, word for word; the keyword gives the
+# level of every requirement citing the rule. Example:
+#   - {{id: "PING reply", keyword: MUST, area: {name}, quote: "A server MUST answer PING with PONG."}}
+protocol: {name}
+source:
+  title: "the {name} protocol specification"
+  url: "https://example.org/your-specification"
+rules: []
+'''
+
+PACK_REQUIREMENTS = '''# Your requirements: the schema of conformance/requirements/*.yaml. Example:
+#   - id: {upper}-PING-PONG
+#     level: MUST                      # the keyword of its first rule
+#     rules: {{{name}: ["PING reply"]}}
+#     text: A PING is answered by a PONG.
+#     protocols: [{name}]
+#     needs: []                        # capabilities from conformance/capabilities.yaml
+#     sources:
+#       - {{kind: spec, ref: "{name} 'PING'", url: "https://example.org/your-specification#PING"}}
+# and a case in pack/cases/test_*.py: class TestPingPong(Case) with requirement = "{upper}-PING-PONG".
+area: {name}
+title: "{name} protocol"
+requirements: []
+'''
+
+ENTRY_POINTS_TEST = '''"""The installed package's entry points resolve (no broker needed): what `pip install -e .` must
+give before anything else works."""
+
+from importlib.metadata import entry_points
+
+from conformance import packs
+from conformance.api import adapter_for
+from conformance.profile import bundled_profiles
+
+
+def test_the_adapter_is_found_by_name_and_scheme() -> None:
+    assert "{name}" in {{ep.name for ep in entry_points(group="conformance.adapters")}}
+    chosen = adapter_for("{name}", "{name}")  # validates the declared capabilities too
+    assert chosen.protocol == "{name}" and "{name}" in chosen.schemes
+
+
+def test_the_profiles_load() -> None:
+    assert "{name}-1" in {{p.id for p in bundled_profiles()}}
+
+
+def test_the_requirement_pack_loads_with_the_adapter() -> None:
+    assert packs.selection([], "{name}") == ["{name}"]
+    packs.activate(["{name}"])
+'''
+
 TEST = '''"""Run the adapter kit's contract check against a broker (set {env} to its URL)."""
 
 import os
@@ -130,9 +201,12 @@ def write_skeleton(name: str, where: Path) -> Path:
     files = {
         "pyproject.toml": PYPROJECT, f"{pkg}/__init__.py": INIT, f"{pkg}/adapter.py": ADAPTER,
         f"{pkg}/profiles/{name}-1.yaml": PROFILE, "tests/test_adapter_check.py": TEST,
+        "tests/test_entry_points.py": ENTRY_POINTS_TEST, f"{pkg}/pack/__init__.py": PACK_INIT,
+        f"{pkg}/pack/rules/{name}.yaml": PACK_RULES, f"{pkg}/pack/requirements/{name}.yaml": PACK_REQUIREMENTS,
+        f"{pkg}/pack/cases/__init__.py": "",
     }
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text.format(name=name, pkg=pkg, env=env))
+        path.write_text(text.format(name=name, pkg=pkg, env=env, upper=name.upper()))
     return root

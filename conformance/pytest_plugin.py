@@ -31,6 +31,7 @@ from conformance.catalogue import LEVELS, Requirement, catalogue_digest, check_s
 from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, NoReply, OperationTimeout, TargetError, Unsupported, UsageError
 from conformance.history import History
 from conformance import deadline, liveness, preflight  # issue 16: preflight, health probe, missing deliveries
+from conformance import packs  # issue 19 §2: requirement packs
 from conformance import shared_fault  # issue 20: one broker fault shared by the disruptive cases
 from conformance.cluster import merge_mutation_stats, mutated_node_urls
 from conformance.mutations import alters, make as make_mutation
@@ -62,6 +63,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--mutation", help="run through a proxy that applies this protocol mutation (conformance.mutations), making the target faulty on purpose")
     g.addoption("--disruptive", choices=("include", "exclude", "only"), default="include",
                 help="cases that restart or kill the broker: run them too (default), leave them out, or run only them")
+    g.addoption("--pack", action="append", help="also load this requirement pack (conformance.packs); no:NAME leaves out one the adapter's package ships (repeatable)")
     g.addoption("--attach-target", help="JSON handle of a target launched by another process (conformance selftest); it is neither started nor stopped")
 
 
@@ -159,6 +161,11 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     register_url(spec)
     allure_results.install_scrubbing_writer()
+    try:  # issue 19 §2: the selected requirement packs are part of the catalogue the options name
+        packs.activate(packs.selection(config.getoption("--pack") or [], config.getoption("--adapter")))
+    except UsageError as exc:
+        _abort_record(config, str(exc))
+        raise pytest.UsageError(str(exc)) from None
     _check_options(config)
     worker = getattr(config, "workerinput", None)
     target: Target | None = None
@@ -182,6 +189,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 url = SecretUrl(mutation_proxy.url(url))
         scheme = urlsplit(url).scheme
         adapter = adapter_for(scheme, config.getoption("--adapter"))()
+        loaded = packs.activate(packs.selection(config.getoption("--pack") or [], packs.adapter_entry_name(type(adapter))))
+        config.args.extend(str(p.cases_dir) for p in loaded if str(p.cases_dir) not in config.args)  # issue 19 §2
         server = _probe_server(adapter, url)
         profile = select_profile(server.product, server.version, adapter.protocol, config.getoption("--profile"))
     except Exception as exc:  # noqa: BLE001 - whatever broke, the user gets one line, the node is stopped
@@ -636,6 +645,7 @@ def _attach(result: dict[str, Any], report: pytest.TestReport) -> None:
 def case_id(item: pytest.Item) -> str:
     """The case's id, the same for every repetition (``--repeat``): the attempt is a field of its own."""
     node = shared_fault.plain_nodeid(item.nodeid)  # issue 20: without xdist's "@group" suffix
+    node = packs.qualified_nodeid(item, node)  # issue 19 §2: a pack's case ids start with the pack's name
     attempt = getattr(item, "callspec", None) and item.callspec.params.get("conformance_attempt")
     if not attempt:
         return node

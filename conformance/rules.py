@@ -44,9 +44,10 @@ class Rule:
         return LEVEL_OF_KEYWORD[self.keyword]
 
 
-def _parse(data: Any, origin: str) -> tuple[str, list[Rule]]:
-    if not isinstance(data, dict) or data.get("protocol") not in PROTOCOLS or not isinstance(data.get("rules"), list):
-        raise UsageError(f"{origin}: a rules file needs 'protocol' (one of {', '.join(PROTOCOLS)}) and a 'rules' list")
+def _parse(data: Any, origin: str, protocols: tuple[str, ...] = PROTOCOLS, areas: tuple[str, ...] = AREAS) -> tuple[str, list[Rule]]:
+    """``protocols``/``areas``: what the file may name (a requirement pack adds its own, conformance.packs)."""
+    if not isinstance(data, dict) or data.get("protocol") not in protocols or not isinstance(data.get("rules"), list):
+        raise UsageError(f"{origin}: a rules file needs 'protocol' (one of {', '.join(protocols)}) and a 'rules' list")
     protocol = data["protocol"]
     src = data.get("source")
     if not isinstance(src, dict) or not src.get("url"):
@@ -71,8 +72,8 @@ def _parse(data: Any, origin: str) -> tuple[str, list[Rule]]:
             raise UsageError(f"{where} ({rid}): keyword {raw['keyword']!r} is not one of {', '.join(KEYWORDS)}")
         if raw["keyword"] not in str(raw["quote"]) and "<chassis" not in str(raw["quote"]):
             raise UsageError(f"{where} ({rid}): the quote does not contain its keyword {raw['keyword']!r}")
-        if raw["area"] not in AREAS:
-            raise UsageError(f"{where} ({rid}): area {raw['area']!r} is not one of {', '.join(AREAS)}")
+        if raw["area"] not in areas:
+            raise UsageError(f"{where} ({rid}): area {raw['area']!r} is not one of {', '.join(areas)}")
         testable = raw.get("testable", True)
         if not isinstance(testable, bool):
             raise UsageError(f"{where} ({rid}): testable must be true or false")
@@ -83,17 +84,26 @@ def _parse(data: Any, origin: str) -> tuple[str, list[Rule]]:
 
 
 def load_rules(paths: Iterable[Path] | None = None) -> dict[str, Rule]:
-    """Every rule by ``"<protocol> <id>"``."""
+    """Every rule by ``"<protocol> <id>"``: the core's, then those of the active requirement packs
+    (a pack's rules may name its own protocols and the areas of its requirement files)."""
+    extra: dict[Path, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     if paths is None:
+        from conformance.packs import active
+
         root = resources.files("conformance") / "rules"
         paths = sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith(".yaml"))
+        for pack in active():
+            areas = tuple(str((yaml.safe_load(f.read_text()) or {}).get("area", "")) for f in pack.requirement_files)
+            for f in pack.rule_files:
+                extra[f] = (PROTOCOLS + pack.protocols, AREAS + areas)
+            paths += list(pack.rule_files)
     rules: dict[str, Rule] = {}
     for p in paths:
         try:
             data = yaml.safe_load(Path(p).read_text())
         except (OSError, yaml.YAMLError) as exc:
             raise UsageError(f"{p}: cannot read rules: {exc}") from exc
-        _, parsed = _parse(data, str(p))
+        _, parsed = _parse(data, str(p), *extra.get(Path(p), (PROTOCOLS, AREAS)))
         for r in parsed:
             if r.ref in rules:
                 raise UsageError(f"{p}: rule {r.ref} is defined twice")

@@ -71,6 +71,8 @@ class Options:
     run_timeout_s: float = 900.0
     #: Leave out the cases that restart the broker (minutes each run); their mutations go out of scope.
     skip_restarts: bool = False
+    #: --pack options, passed on to every run (conformance.packs: the runs load the same packs).
+    packs: list[str] = field(default_factory=list)
 
 
 def requirement_of(connection_name: str) -> str | None:
@@ -88,7 +90,7 @@ def disruptive_requirements() -> set[str]:
 
 
 def _pytest_argv(opts: Options, run: Run, out: Path) -> list[str]:
-    from conformance.cli import pytest_args
+    from conformance.run_args import pytest_args
 
     ns = argparse.Namespace(
         target=opts.target_url, adapter=opts.adapter, profile=opts.profile, requirement=run.requirements,
@@ -96,7 +98,7 @@ def _pytest_argv(opts: Options, run: Run, out: Path) -> list[str]:
         # the first case of a shared fault prepares every case and takes the fault (a restart on a
         # busy machine: up to 10 s); a quorum queue's recovery window is 15 s
         case_timeout=max(opts.case_timeout, RESTART_CASE_TIMEOUT_S) if run.disruptive == "only" else opts.case_timeout,
-        keep_history=False, verbose=False, mutation=run.mutation,
+        keep_history=False, verbose=False, mutation=run.mutation, pack=opts.packs or None,
     )
     argv = pytest_args(ns, out) + ["--disruptive", run.disruptive]
     if opts.handle:

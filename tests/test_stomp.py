@@ -5,6 +5,7 @@ plugin), with no STOMP name anywhere in the core. The two runs go at once (each 
 
 from __future__ import annotations
 
+import os
 import subprocess
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -18,6 +19,9 @@ from conformance.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
 
 AREAS = ("ack", "nack")
+#: The package's requirement pack (conformance_stomp/pack), loaded with its adapter: its area runs too
+#: where the installed package registers it (an install older than the pack does not).
+PACK_INSTALLED = "stomp" in {e.name for e in entry_points(group="conformance.packs")}
 
 pytestmark = pytest.mark.skipif(
     "stomp" not in {e.name for e in entry_points(group="conformance.adapters")},
@@ -30,13 +34,19 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess
     """One run per broker, both at once; each launches and stops its own private broker."""
     if not Path("/usr/share/activemq/bin/activemq.jar").exists():
         pytest.skip("ActiveMQ is not installed (scripts/install.sh installs the Debian package)")
+    # issue 19 §2: a broken pack is installed too; nobody selects it, so it must not stop either run
+    from tests.test_packs import install_pack
+
+    site = tmp_path_factory.mktemp("site")
+    install_pack(site, "broken-pack", "broken", "no_such_pack_module", broken=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")])}
     started = {}
     for target in ("activemq-local", "rabbitmq-stomp"):
         out = tmp_path_factory.mktemp(target)
         args = ["run", "--adapter", "stomp", "--target", target, "--out", str(out), "--case-timeout", "30"]
-        for area in AREAS:
+        for area in AREAS + (("stomp",) if PACK_INSTALLED else ()):
             args += ["--area", area]
-        started[target] = (subprocess.Popen(conformance_cmd(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), out)
+        started[target] = (subprocess.Popen(conformance_cmd(*args), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), out)
     done = {}
     for target, (proc, out) in started.items():
         stdout, _ = proc.communicate(timeout=240)
@@ -77,6 +87,23 @@ def test_nack_is_the_brokers_choice_and_the_profile_documents_it(runs: dict) -> 
     amq = _by_case(runs["activemq-local"][1])[("NACK-SINGLE-REQUEUE", "classic", None)]
     assert amq["verdict"] == "deviation" and "came back []" in amq["observed"], amq
     assert "ARTEMIS-1983" in amq["citation"] and "NACK" in amq["reason"]
+
+
+@pytest.mark.parametrize("target, rows", [("activemq-local", {None, "classic"}), ("rabbitmq-stomp", {None, "classic", "quorum"})])
+def test_the_stomp_requirement_pack_runs_beside_the_catalogue(runs: dict, target: str, rows: set) -> None:
+    """The pack's requirements (STOMP 1.2's own keywords) ran through their raw-frame cases and hold
+    on both brokers; the broken pack installed beside it was never loaded (the run finished)."""
+    if not PACK_INSTALLED:
+        pytest.skip("this install of the STOMP package predates its requirement pack (pip install -e packages/conformance-stomp)")
+    _, out = runs[target]
+    recs = [r for r in read_results(out) if r["area"] == "stomp"]
+    got = {(r["requirement"], r["queue_type"]): (r["verdict"], r["level"]) for r in recs}
+    want = {("STOMP-RECEIPT-ID", "MUST"), ("STOMP-INDIVIDUAL-ACK-NOT-CUMULATIVE", "MUST"),
+            ("STOMP-SEND-ERROR-THEN-CLOSE", "MUST"), ("STOMP-CLIENT-ACK-REDELIVER-ON-CONNECTION-FAILURE", "MAY")}
+    assert {(rid, level) for (rid, _), (_, level) in got.items()} == want
+    assert {qt for _, qt in got} == rows
+    assert all(v == "pass" for v, _ in got.values()), got
+    assert all(r["case_id"].startswith("stomp/test_frames.py::") for r in recs)
 
 
 def test_no_broker_process_outlives_the_runs(runs: dict) -> None:

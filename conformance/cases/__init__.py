@@ -28,4 +28,14 @@ def all_cases() -> list[type]:
             for _, obj in inspect.getmembers(module, inspect.isclass):
                 if issubclass(obj, Case) and obj is not Case and obj.__module__ == module.__name__:
                     found.append(obj)
+    from conformance.packs import active
+
+    for pack in active():  # issue 19 §2: the cases of every loaded requirement pack
+        for mod in pkgutil.walk_packages([str(pack.cases_dir)], prefix=f"{pack.cases_package}."):
+            if not mod.name.rpartition(".")[2].startswith("test_"):
+                continue
+            module = importlib.import_module(mod.name)
+            for _, obj in inspect.getmembers(module, inspect.isclass):
+                if issubclass(obj, Case) and obj is not Case and obj.__module__ == module.__name__:
+                    found.append(obj)
     return found

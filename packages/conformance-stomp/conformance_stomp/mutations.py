@@ -78,3 +78,49 @@ class AutoAckCleared(HeaderRewriter):
         if ("ack", "auto") not in headers or ("browser", "true") in headers:  # the counting browser stays as it is
             return None
         return [(k, "client-individual" if k == "ack" else v) for k, v in headers]
+
+
+# --- mutations of the STOMP requirement pack (conformance_stomp/pack): expectations say pack: stomp
+@operator("stomp-ack-receipt-mangled", PROTOCOL, "the RECEIPT answering an ACK or NACK carries a receipt-id the client never asked for")
+class AckReceiptMangled(Mutator):
+    """A broker whose acknowledgement path answers receipts wrong (every other frame's receipt is
+    right, so the adapter's own barriers, receipts on SEND, BEGIN, ABORT, still work)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.asked: set[str] = set()
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is Sender.CLIENT and frame.name in ("ACK", "NACK"):
+            receipt = dict(parse(frame.raw)[1]).get("receipt")
+            if receipt:
+                self.asked.add(receipt)
+            return None
+        if sender is not Sender.SERVER or frame.name != "RECEIPT":
+            return None
+        command, headers, body = parse(frame.raw)
+        rid = dict(headers).get("receipt-id", "")
+        if rid not in self.asked:
+            return None
+        self.asked.discard(rid)
+        self.applied(f"RECEIPT receipt-id {rid!r} -> {rid + '-mangled'!r}")
+        return [build(command, [(k, f"{v}-mangled" if k == "receipt-id" else v) for k, v in headers], body)]
+
+
+@operator("stomp-individual-ack-cumulative", PROTOCOL, "SUBSCRIBE ack:client-individual becomes ack:client (every ACK cumulative)")
+class IndividualAckCumulative(HeaderRewriter):
+    command = "SUBSCRIBE"
+
+    def change(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]] | None:
+        if ("ack", "client-individual") not in headers:
+            return None
+        return [(k, "client" if k == "ack" else v) for k, v in headers]
+
+
+@operator("stomp-errors-swallowed", PROTOCOL, "the server's ERROR frames never reach the client (it sees only the close)")
+class ErrorsSwallowed(Mutator):
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is not Sender.SERVER or frame.name != "ERROR":
+            return None
+        self.applied("ERROR swallowed")
+        return []

@@ -1,0 +1,102 @@
+"""The pytest command line of a catalogue run, shared by ``conformance run`` (conformance.cli) and the
+self-test's child runs (conformance.selftest).
+
+Why a module of its own: both need it, and the self-test is itself a command of the CLI; with this
+in cli.py the two modules imported each other (issue 19 §6: the cycle goes)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from conformance.catalogue import check_selection
+from conformance.errors import UsageError
+
+
+def activate_packs(args: argparse.Namespace, adapter: str | None = None) -> None:
+    """Issue 19 §2: the requirement packs the command's options select (conformance.packs), before
+    any requirement id or area is checked."""
+    from conformance import packs
+
+    packs.activate(packs.selection(getattr(args, "pack", None) or [], adapter or getattr(args, "adapter", None)))
+
+
+def default_workers(args: argparse.Namespace) -> int:
+    """--workers (1 when a caller's namespace leaves it out). Two workers were measured faster for the
+    whole catalogue on 2 cores (bench/catalogue.py); making them the default waits on the full test
+    suite passing under them (issue 20)."""
+    return 1 if args.workers is None else int(args.workers)
+
+
+def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
+    from conformance.cases import CASES_DIR
+
+    activate_packs(args)  # issue 19 §2: a pack's requirement ids and areas are valid selections
+    check_selection(args.requirement or [], (args.area or []) + (getattr(args, "exclude_area", None) or []))
+    workers = default_workers(args)
+    if workers < 1:
+        raise UsageError("--workers must be at least 1")
+    argv = [
+        "-p", "conformance.pytest_plugin",
+        "-p", "no:cacheprovider",
+        "-c", str(CASES_DIR / "pytest.ini"),
+        "--rootdir", str(CASES_DIR),
+        str(CASES_DIR),
+        *target_argv(args.target),
+        "--results-dir", str(out),
+        "--case-timeout", str(args.case_timeout),
+        "--junitxml", str(out / "junit.xml"),
+        "--alluredir", str(out / "allure-results"),
+        "-rfEX",
+        "-v" if args.verbose else "-q",
+        "--tb=short",  # no argument lists of the runner's frames: failures speak through their verdict
+    ]
+    for opt in ("adapter", "profile"):
+        if getattr(args, opt):
+            argv += [f"--{opt}", getattr(args, opt)]
+    for rid in args.requirement or []:
+        argv += ["--requirement", rid]
+    for area in args.area or []:
+        argv += ["--area", area]
+    for opt in ("exclude_area", "level", "queue_type", "pack"):
+        for value in getattr(args, opt, None) or []:
+            argv += [f"--{opt.replace('_', '-')}", value]
+    repeat = getattr(args, "repeat", None)
+    repeat = 1 if repeat is None else repeat
+    if repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    if repeat > 1:
+        argv += ["--repeat", str(repeat)]
+    if args.keep_history:
+        argv.append("--keep-history")
+    if getattr(args, "mutation", None):
+        from conformance.mutations import alters, make
+
+        if alters(args.mutation):
+            make(args.mutation)  # an unknown name is a one-line usage error, before anything starts
+        argv += ["--mutation", args.mutation]
+    if workers > 1:
+        argv += ["-n", str(workers), "--dist", "loadgroup"]  # issue 20: the cases of a shared broker fault on one worker
+    return argv
+
+
+#: The environment variable through which a target URL with a password reaches pytest (and the
+#: self-test's child processes): never their argv, which every user of the machine can read.
+TARGET_ENV = "CONFORMANCE_TARGET_URL"
+
+
+def target_argv(target: str) -> list[str]:
+    from urllib.parse import urlsplit
+
+    from conformance.secrets import register_url
+
+    try:
+        secret = "://" in target and urlsplit(target).password is not None
+    except ValueError:
+        secret = False
+    if not secret:
+        return ["--target", target]
+    register_url(target)
+    os.environ[TARGET_ENV] = target
+    return ["--target", "env", "--target-env", TARGET_ENV]
