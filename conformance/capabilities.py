@@ -14,15 +14,14 @@ from functools import cache
 from importlib import resources
 from typing import Any, Iterable
 
-import yaml
-
+from conformance import yamlio
 from conformance.errors import UsageError
 
 
 @cache
 def vocabulary() -> dict[str, str]:
     """Every capability name and what it means."""
-    raw = yaml.safe_load((resources.files("conformance") / "capabilities.yaml").read_text())
+    raw = yamlio.safe_load((resources.files("conformance") / "capabilities.yaml").read_text())
     return {str(k): str(v) for k, v in raw.items()}
 
 

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from conformance import yamlio
 from conformance.errors import UsageError
 
 LEVELS = ("MUST", "SHOULD", "MAY", "EXTENSION")
@@ -164,7 +165,7 @@ def load_areas(paths: Iterable[Path] | None = None) -> list[Area]:
     areas = []
     for p in paths:
         try:
-            data = yaml.safe_load(Path(p).read_text())
+            data = yamlio.safe_load(Path(p).read_text())
         except (OSError, yaml.YAMLError) as exc:
             raise UsageError(f"{p}: cannot read requirements: {exc}") from exc
         areas.append(_parse_area(data, str(p), pack_of(Path(p))))

@@ -73,9 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("selftest", help="prove the catalogue can fail: run it clean and through each protocol mutation, write the kill matrix")
     target_options(st, out="output folder (default: runs/selftest-<timestamp>)")
     st.add_argument("--mutation", "-m", action="append", help="only this mutation (repeatable; default: every mutation of the protocol)")
-    st.add_argument("--workers", "-n", type=int, default=2, help="worker processes per run (default 2)")
+    st.add_argument("--workers", "-n", type=int, default=2, help="worker processes of the clean runs (default 2; mutation runs use one each and go --parallel at once)")
     st.add_argument("--parallel", "-p", type=int, default=2, help="mutation runs at once (default 2)")
     st.add_argument("--case-timeout", type=float, default=30.0, help="deadline per case in seconds (default 30)")
+    st.add_argument("--scope", choices=("declared", "reach"), default="declared",
+                    help="declared (default): each mutation runs the cases it is declared to break, then the cases still unproven "
+                         "that it reaches; reach: every case it reaches (a full collateral audit, several times longer)")
     st.add_argument("--skip-restarts", action="store_true", help="leave out the cases that restart or kill the broker (one restart and one kill per run, shared by its cases)")
     st.add_argument("--list", action="store_true", help="list the mutations and what each is declared to break, then exit")
     st.set_defaults(func=cmd_selftest)
@@ -321,7 +324,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         activate_packs(args, packs.adapter_entry_name(adapter_cls))  # issue 19 §2: before expectations are read
         opts = Options(packs=args.pack or [], target_url=target.url, handle=target.handle(), protocol=protocol, out=out, adapter=args.adapter,
                        profile=args.profile, areas=args.area or [], mutations=args.mutation or [], workers=args.workers,
-                       parallel=args.parallel, case_timeout=args.case_timeout, skip_restarts=args.skip_restarts)
+                       parallel=args.parallel, case_timeout=args.case_timeout, skip_restarts=args.skip_restarts, scope=args.scope)
         matrix = selftest(opts, say=lambda text: console.print(text, markup=False))
     finally:
         target.stop()

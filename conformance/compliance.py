@@ -24,8 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
+from conformance import yamlio
 from conformance.coverage import RuleCoverage, coverage
 from conformance.errors import UsageError
 
@@ -44,7 +43,7 @@ class Grades:
 
 def load_grades(path: Path | None = None) -> Grades:
     p = path or Path(str(resources.files("conformance") / "rules" / "vendor" / "rabbitmq-compliance.yaml"))
-    data = yaml.safe_load(p.read_text())
+    data = yamlio.safe_load(p.read_text())
     if not isinstance(data, dict) or data.get("schema") != "conformance.vendor-grades/1" or not isinstance(data.get("grades"), dict):
         raise UsageError(f"{p}: not a conformance.vendor-grades/1 file")
     for rid, g in data["grades"].items():

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from conformance import yamlio
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -237,7 +239,7 @@ def _lacks(items: Any, where: str) -> dict[str, Documented]:
 
 def load_profile_file(path: Path) -> Profile:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yamlio.safe_load(path.read_text())
     except (OSError, yaml.YAMLError, ValueError) as exc:
         raise UsageError(f"{path}: cannot read profile: {' '.join(str(exc).split())}") from None
     return parse_profile(data, str(path))

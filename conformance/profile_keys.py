@@ -12,7 +12,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
+from conformance import yamlio
 
 KINDS = ("choice", "list", "choice-or-int", "choice-or-map")
 
@@ -72,7 +72,7 @@ def parse_schema(data: Any) -> dict[str, KeySpec]:
 def profile_keys() -> dict[str, KeySpec]:
     """The bundled key table."""
     text = (resources.files("conformance") / "profile_keys.yaml").read_text()
-    return parse_schema(yaml.safe_load(text))
+    return parse_schema(yamlio.safe_load(text))
 
 
 def entry_problem(key: str, value: Any) -> str | None:

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from conformance import yamlio
 from conformance.errors import UsageError
 
 KEYWORDS = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "MAY NOT")
@@ -93,14 +94,14 @@ def load_rules(paths: Iterable[Path] | None = None) -> dict[str, Rule]:
         root = resources.files("conformance") / "rules"
         paths = sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith(".yaml"))
         for pack in active():
-            areas = tuple(str((yaml.safe_load(f.read_text()) or {}).get("area", "")) for f in pack.requirement_files)
+            areas = tuple(str((yamlio.safe_load(f.read_text()) or {}).get("area", "")) for f in pack.requirement_files)
             for f in pack.rule_files:
                 extra[f] = (PROTOCOLS + pack.protocols, AREAS + areas)
             paths += list(pack.rule_files)
     rules: dict[str, Rule] = {}
     for p in paths:
         try:
-            data = yaml.safe_load(Path(p).read_text())
+            data = yamlio.safe_load(Path(p).read_text())
         except (OSError, yaml.YAMLError) as exc:
             raise UsageError(f"{p}: cannot read rules: {exc}") from exc
         _, parsed = _parse(data, str(p), *extra.get(Path(p), (PROTOCOLS, AREAS)))

@@ -51,6 +51,10 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
         "-rfEX",
         "-v" if args.verbose else "-q",
         "--tb=short",  # no argument lists of the runner's frames: failures speak through their verdict
+        # Start-up is most of a small run (each self-test run is one): no assertion rewriting of the
+        # ~130 modules (verdicts never rest on assert introspection), and no plugins a run never uses.
+        # (unraisableexception: its five gc passes at the end cost a second on a loaded machine)
+        "--assert=plain", "-p", "no:hypothesispytest", "-p", "no:benchmark", "-p", "no:unraisableexception",
     ]
     for opt in ("adapter", "profile"):
         if getattr(args, opt):
@@ -78,6 +82,8 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
         argv += ["--mutation", args.mutation]
     if workers > 1:
         argv += ["-n", str(workers), "--dist", "loadgroup"]  # issue 20: the cases of a shared broker fault on one worker
+    else:
+        argv += ["-p", "no:xdist", "-p", "no:xdist.looponfail"]  # one process: xdist would only add its import
     return argv
 
 

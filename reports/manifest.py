@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from conformance import yamlio
 from conformance.errors import UsageError
 
 FIELDS = ("requirement", "target", "reason", "link", "expires")
@@ -59,7 +60,7 @@ def load_manifest(path: Path | None) -> list[Known]:
     if path is None:
         return []
     try:
-        raw: Any = yaml.safe_load(Path(path).read_text())
+        raw: Any = yamlio.safe_load(Path(path).read_text())
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the known-deviation manifest: {_first_line(exc)}") from None
     except yaml.YAMLError as exc:

@@ -112,3 +112,16 @@ def test_selftest_refuses_an_unreachable_target_in_one_line(tmp_path: Path) -> N
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "unreachable" in proc.stderr
     assert "s3cret" not in proc.stderr + proc.stdout
+
+
+def test_second_round_runs_only_what_the_declared_mutations_left_unproven() -> None:
+    from conformance.selftest import second_round
+
+    clean = [_rec("A[classic]", "A", "pass"), _rec("A[quorum]", "A", "pass"), _rec("B[classic]", "B", "pass"),
+             _rec("C[classic]", "C", "unsupported")]
+    first = Run("m1", "m1", "exclude", ["A"], records=[_rec("A[classic]", "A", "fail"), _rec("A[quorum]", "A", "pass")])
+    runs = second_round(clean, [first], {"m1": ["B"], "m2": ["A", "B", "C"], "m3": []})
+    # A[quorum] and B are unproven; C was never provable; m1 only reaches B beyond what it is meant to break
+    assert [(r.label, r.mutation, r.requirements) for r in runs] == [("m1+rest", "m1", ["B"]), ("m2+rest", "m2", ["A", "B"])]
+    proven = Run("m2", "m2", "exclude", ["A", "B"], records=[_rec("A[quorum]", "A", "fail"), _rec("B[classic]", "B", "fail")])
+    assert second_round(clean, [first, proven], {"m2": ["A", "B"]}) == []

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from conformance import yamlio
 from conformance.errors import TargetError
 from conformance.targets import Target, probe_tcp
 
@@ -61,7 +60,7 @@ class ContainerTarget(Target):
 
 def _load(name: str, version: str | None = None) -> ContainerTarget:
     path = DOCKER_DIR / name / "target.yaml"
-    definition = yaml.safe_load(path.read_text())
+    definition = yamlio.safe_load(path.read_text())
     if version:
         if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", version):
             raise TargetError(f"target {name}:{version}: not an image tag (e.g. {name}:{definition.get('version', '1.0.0')})")

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from conformance import yamlio
 from conformance.errors import TargetError, UsageError
 
 #: Top-level keys of a definition; anything else is a typo and refused.
@@ -159,7 +160,7 @@ def find_definition(spec: str) -> Path:
 def load_definition(spec: str) -> Definition:
     path = find_definition(spec)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yamlio.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise UsageError(f"{path}: cannot read process target definition: {' '.join(str(exc).split())}") from None
     return parse_definition(data, str(path))

@@ -21,6 +21,7 @@ from typing import Any, Callable, Protocol
 
 import yaml
 
+from conformance import yamlio
 from conformance.errors import UsageError
 from conformance.faults import Sender
 from conformance.wire import Frame
@@ -252,7 +253,7 @@ def _expectations_of(path: Path) -> dict[str, Expectation]:
     from conformance.packs import active as active_packs
 
     try:
-        raw: Any = yaml.safe_load(path.read_text())
+        raw: Any = yamlio.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise UsageError(f"{path}: cannot read mutation expectations: {exc}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("mutations"), dict):

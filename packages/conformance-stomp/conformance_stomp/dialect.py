@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from conformance import yamlio
 
 KEYS = ("queue-destination", "message-id-header", "redelivered-header", "prefetch-header", "nack-discard-headers",
         "expiration-header", "stats")
@@ -21,7 +21,7 @@ KEYS = ("queue-destination", "message-id-header", "redelivered-header", "prefetc
 
 @cache
 def _table() -> dict[str, dict[str, dict[str, Any]]]:
-    data: dict[str, dict[str, dict[str, Any]]] = yaml.safe_load((Path(__file__).parent / "dialects.yaml").read_text())
+    data: dict[str, dict[str, dict[str, Any]]] = yamlio.safe_load((Path(__file__).parent / "dialects.yaml").read_text())
     return data
 
 
