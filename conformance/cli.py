@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="parallel worker processes (default 1; 2 measured faster for the whole catalogue on 2 cores, bench/catalogue.py)")
     run.add_argument("--case-timeout", type=float, default=60.0, help="deadline per case in seconds (default 60)")
     run.add_argument("--keep-history", action="store_true", help="keep the operation history of passing cases too")
-    run.add_argument("--verbose", "-v", action="store_true", help="one line per case")
+    run.add_argument("--verbose", "-v", action="store_true", help="one plain line per decided case instead of the live progress bar")
+    run.add_argument("--debug", action="store_true", help="pytest's own console too: its reports and the runner's tracebacks (kept in results.jsonl either way)")
     run.add_argument("--mutation", help="make the target faulty on purpose: run through a proxy applying this protocol mutation (see conformance selftest --list)")
     run.set_defaults(func=cmd_run)
 
@@ -406,15 +407,32 @@ def target_argv(target: str) -> list[str]:
 def cmd_run(args: argparse.Namespace) -> int:
     import pytest
 
+    from conformance.progress import Console, RunProgress
+
     out = args.out or Path("runs") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     argv = pytest_args(args, out)
+    debug = bool(getattr(args, "debug", False))
+    if not debug:
+        argv = quiet_pytest(argv)
     out.mkdir(parents=True, exist_ok=True)
-    code = pytest.main(argv)
+    console = Console.for_stdout(verbose=bool(args.verbose))
+    code = pytest.main(argv, plugins=[RunProgress(console, out, debug=debug)])
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED):
         return EXIT_USAGE
     run = read_run(out)
     records = [r for r in read_results(out) if r.get("run_id") == run.get("run_id")]
     return summarize(run, records, out)
+
+
+#: pytest's console options: they belong to its terminal reporter, which ``conformance run`` replaces.
+_TERMINAL_OPTIONS = ("-rfEX", "-v", "-q", "--tb=short")
+
+
+def quiet_pytest(argv: list[str]) -> list[str]:
+    """The run's pytest arguments without pytest's console (issue 22): the tool's progress
+    (conformance.progress) speaks instead, and no runner traceback reaches the console. Only
+    ``conformance run`` does this: the self-test's child runs keep pytest's log for debugging."""
+    return [a for a in argv if a not in _TERMINAL_OPTIONS] + ["-p", "no:terminal"]
 
 
 def exit_code(records: list[dict[str, Any]]) -> int:
@@ -480,10 +498,13 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
         table.add_row(area, level, *[str(by.get((area, level, v), 0) or "") for v in verdicts])
     console.print(table)
     _print_pass_rates(console, records)
-    for r in records:
-        if r["verdict"] in ("fail", "error", "blocked", "deviation"):
-            console.print(f"[bold]{r['verdict'].upper()}[/bold] {r['requirement']} [{r['level']}] {r.get('queue_type') or ''} {r.get('variant') or ''}".rstrip())
-            console.print(f"  Expected: {r['expected']}\n  Actual:   {r['observed']}", markup=False, highlight=False)
+    problems = [r for r in records if r["verdict"] in ("fail", "error", "blocked", "deviation")]
+    if problems:  # their Expected / Actual blocks were printed as each was decided (conformance.progress)
+        console.print(f"{len(problems)} case(s) to read (deviations: documented vendor behaviour); "
+                      f"everything about one: conformance explain {out} CASE", markup=False, highlight=False)
+    for r in problems:
+        console.print(f"  {r['verdict'].upper():<10} {r['requirement']} [{r['level']}] {r.get('queue_type') or ''} {r.get('variant') or ''}  "
+                      f"{r.get('case_id', '')}", markup=False, highlight=False, soft_wrap=True)
     if run.get("target_dead"):
         console.print(f"[red]target went down during the run: {run['target_dead']}[/red]")
     console.print(f"results: {out}/results.jsonl  junit: {out}/junit.xml  allure: {out}/allure-results", markup=False)
