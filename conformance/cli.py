@@ -432,7 +432,9 @@ def quiet_pytest(argv: list[str]) -> list[str]:
     """The run's pytest arguments without pytest's console (issue 22): the tool's progress
     (conformance.progress) speaks instead, and no runner traceback reaches the console. Only
     ``conformance run`` does this: the self-test's child runs keep pytest's log for debugging."""
-    return [a for a in argv if a not in _TERMINAL_OPTIONS] + ["-p", "no:terminal"]
+    # pytest-benchmark (a test dependency) warns on stderr under xdist once the terminal is gone: the
+    # cases never benchmark, so it is left out rather than silenced
+    return [a for a in argv if a not in _TERMINAL_OPTIONS] + ["-p", "no:terminal", "-p", "no:benchmark"]
 
 
 def exit_code(records: list[dict[str, Any]]) -> int:
