@@ -308,7 +308,10 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         opts = Options(target_url=target.url, handle=target.handle(), protocol=protocol, out=out, adapter=args.adapter,
                        profile=args.profile, areas=args.area or [], mutations=args.mutation or [], workers=args.workers,
                        parallel=args.parallel, case_timeout=args.case_timeout, skip_restarts=args.skip_restarts)
-        matrix = selftest(opts, say=lambda text: console.print(text, markup=False))
+        from conformance.progress import Console as ProgressConsole, StepProgress
+
+        with StepProgress("selftest: mutation runs", ProgressConsole.for_stdout(verbose=False)) as progress:
+            matrix = selftest(opts, say=progress.say, progress=progress)
     finally:
         target.stop()
     c = matrix["counts"]

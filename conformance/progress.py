@@ -313,11 +313,12 @@ class StepProgress:
         with self._lock:
             self.current.append(name)
 
-    def finish(self, name: str, line: str | None = None, note: str | None = None) -> None:
+    def finish(self, name: str, line: str | None = None, note: str | None = None, count: bool = True) -> None:
+        """``name`` ended; ``count=False`` for a step outside the planned total (the self-test's clean runs)."""
         with self._lock:
             if name in self.current:
                 self.current.remove(name)
-            self.done += 1
+            self.done += int(count)
             if note is not None:
                 self.note = note
         if line:
