@@ -237,7 +237,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from reports.render import flaky_cells, unfinished_lines
     from reports.report import build
 
-    result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master, verbose=bool(getattr(args, "verbose", False)))
+    from conformance.progress import Console as ProgressConsole, StepProgress
+
+    verbose = bool(getattr(args, "verbose", False))
+    with StepProgress("report", ProgressConsole.for_stdout(verbose=verbose)) as progress:
+        result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master, verbose=verbose, progress=progress)
     s = result["summary"]
     # as the matrix shows them: targets (product, version, protocol) over their queue types; a
     # requirement without a queue type is no configuration of its own (issue 22)
@@ -248,6 +252,7 @@ def cmd_report(args: argparse.Namespace) -> int:
           f"{s['quarantined']} quarantined line(s), {s['mutated']} self-test record(s) left out")
     for name in ("report.html", "summary.md", "matrix.json", "matrix.parquet", "matrix.csv"):
         print(f"  {args.out / name}")
+    print(f"  {args.out / 'cases'}/ (one page per matrix cell, linked from the matrix)")
     for line in unfinished_lines(result):
         print(f"UNFINISHED RUN: {line}")
     flaky = flaky_cells(result["cells"])
