@@ -237,7 +237,8 @@ class RunProgress:
         """Every record written since the last look: count it, and print it in the suite's words."""
         if self._tail is None:
             return
-        for record in self._tail.read():
+        records = self._tail.read()
+        for record in records:
             with self._lock:
                 self.done += 1
                 self.counts[str(record.get("verdict"))] += 1
@@ -247,6 +248,8 @@ class RunProgress:
             else:  # its block's first line is its plain line too: verdict, requirement, case id
                 for i, line in enumerate(case_block(record, self.out, debug=self.debug)):
                     self.console.line(line, VERDICT_STYLE.get(str(record.get("verdict"))) if i == 0 else None)
+        if records and self._live is not None:
+            self._live.refresh()  # the counts agree with the blocks just printed, not a quarter second later
 
     def status(self) -> dict[str, Any]:
         """The figures the bar shows (pure data: the test of the view reads these)."""
