@@ -423,7 +423,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not debug:
         argv = quiet_pytest(argv)
     out.mkdir(parents=True, exist_ok=True)
-    console = Console.for_stdout(verbose=bool(args.verbose))
+    console = Console.for_stdout(verbose=bool(args.verbose) or debug)  # --debug: pytest prints too; a bar would be torn
     code = pytest.main(argv, plugins=[RunProgress(console, out, debug=debug)])
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED):
         return EXIT_USAGE

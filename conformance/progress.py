@@ -212,11 +212,8 @@ class RunProgress:
         self._drain()
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        """A case's record is written before its report reaches the controller: read it now."""
         self._drain()
-        if self.debug and report.failed and report.longreprtext:
-            self.console.line(scrub(f"--debug: pytest's report of {report.nodeid} ({report.when}):"), "dim")
-            for line in report.longreprtext.splitlines():
-                self.console.line(scrub(f"    {line}"), "dim")
 
     def pytest_sessionfinish(self, session: Any) -> None:
         self._drain()
