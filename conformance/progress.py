@@ -291,6 +291,7 @@ class StepProgress:
         self.note = ""
         self.current: list[str] = []
         self.started = time.monotonic()
+        self._planned = self.started
         self._live: Any = None
         self._lock = threading.Lock()
 
@@ -306,8 +307,11 @@ class StepProgress:
             self._live = None
 
     def plan(self, total: int) -> None:
+        """The number of steps; the estimate's pace counts from here (the self-test's clean runs,
+        before the plan, are not mutation runs and would skew it)."""
         with self._lock:
             self.total = total
+            self._planned = time.monotonic()
 
     def begin(self, name: str) -> None:
         with self._lock:
@@ -337,7 +341,8 @@ class StepProgress:
         with self._lock:
             elapsed = time.monotonic() - self.started
             done, total, current, note = self.done, max(self.total, self.done), list(self.current), self.note
-        eta = eta_s(done, total, elapsed) if total else None
+            paced = time.monotonic() - self._planned
+        eta = eta_s(done, total, paced) if total else None
         head = Table.grid(padding=(0, 1))
         head.add_row(Text(self.title, style="bold"), ProgressBar(total=total or 1, completed=done, width=30),
                      Text(f"{done}/{total or '?'}"), Text(f"elapsed {clock(elapsed)}"),
