@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conformance.progress import Console, ResultsTail, RunProgress, case_block, clock, counts_text, eta_s
+from conformance.progress import Console, ResultsTail, RunProgress, StepProgress, case_block, clock, counts_text, eta_s
 from tests.conftest import ROOT
 from tests.test_reports import rec, run_dir
 
@@ -194,3 +194,23 @@ def test_a_matrix_cell_page_in_headless_chromium(tmp_path: Path) -> None:
                     "--window-size=1200,900", "--hide-scrollbars", page_file.as_uri()], capture_output=True, timeout=120)
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000  # a blank page compresses to far less
+
+
+def test_step_progress_shows_done_total_the_steps_going_on_and_the_kills(tmp_path: Path) -> None:
+    """The self-test's and the report's bar, rendered as the terminal would show it."""
+    from rich.console import Console as RichConsole
+
+    stream = io.StringIO()
+    progress = StepProgress("selftest: mutation runs", Console(stream, live=False))
+    progress.begin("clean run through the probing proxy")
+    progress.finish("clean run through the probing proxy", count=False)
+    progress.plan(3)
+    progress.begin("requeue-cleared")
+    progress.begin("nack-multiple-cleared")
+    progress.finish("requeue-cleared", line="  [ 1/3] requeue-cleared: 12 cases (fail=8 pass=4)", note="kills so far: 8")
+    screen = RichConsole(file=io.StringIO(), width=140, force_terminal=False)
+    screen.print(progress.render())
+    text = screen.file.getvalue()  # type: ignore[attr-defined]
+    assert "selftest: mutation runs" in text and "1/3" in text and "kills so far: 8" in text and "left" in text
+    assert "now: nack-multiple-cleared" in text and "requeue-cleared" not in text.split("now:")[1]
+    assert stream.getvalue() == "  [ 1/3] requeue-cleared: 12 cases (fail=8 pass=4)\n"  # off a terminal: the plain lines only
