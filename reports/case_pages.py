@@ -24,10 +24,13 @@ from reports.schema import VERDICTS
 PAGES_DIR = "cases"
 #: Record fields a page shows, carried in the latest attempt's struct (order: finished_at first,
 #: so the struct's maximum is the latest attempt; attempt and run id break ties).
-LATEST_FIELDS = ("finished_at", "attempt", "run_id", "verdict", "spec_verdict", "vendor_verdict", "expected", "observed",
-                 "reason", "citation", "variant", "duration_s", "level", "target", "adapter", "profile", "history", "wire_trace")
-#: Columns ingest keeps for the pages beyond the matrix's own (reports.ingest.USED).
-PAGE_COLUMNS = ("variant", "target", "adapter", "profile", "history")
+LATEST_FIELDS = ("run_id", "attempt", "verdict", "spec_verdict", "vendor_verdict", "expected", "observed",
+                 "reason", "citation", "variant", "duration_s", "level", "history", "wire_trace")
+#: Columns ingest keeps for the pages beyond the matrix's own (reports.ingest.USED). Target,
+#: adapter and profile (for the rerun command) come from each run's run.json instead: three more
+#: columns in the cache of every record cost the million-record benchmark more than a few hundred
+#: small files read once.
+PAGE_COLUMNS = ("variant", "history")
 
 
 def page_path(cell: dict[str, Any]) -> str:
@@ -41,16 +44,23 @@ def latest_cases_df(records: Any) -> Any:
     from pyspark.sql import functions as F
 
     counts = [F.sum(F.when(F.col("verdict") == v, 1).otherwise(0)).alias(f"n_{v}") for v in VERDICTS]
+    # max_by compares the small ordering key only, not every field of the struct it returns
     return (records.groupBy("column", "requirement", "case_id")
-            .agg(F.max(F.struct(*[F.col(f) for f in LATEST_FIELDS])).alias("latest"), F.count(F.lit(1)).alias("attempts"), *counts))
+            .agg(F.max_by(F.struct(*[F.col(f) for f in LATEST_FIELDS]), F.struct("finished_at", "attempt", "run_id")).alias("latest"),
+                 F.count(F.lit(1)).alias("attempts"), *counts))
 
 
-def case_rows(df: Any) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """(requirement, column) -> the cell's cases, each a record as results.jsonl holds it (for explain)."""
+def case_rows(df: Any, runs: dict[str, dict[str, Any]] | None = None) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(requirement, column) -> the cell's cases, each a record as results.jsonl holds it (for explain).
+
+    ``runs``: run id -> its run.json (target, adapter, profile for the rerun command)."""
+    runs = runs or {}
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in df.collect():
         latest = row["latest"].asDict()
+        meta = runs.get(str(latest.get("run_id")), {})
         record = {**latest, "case_id": row["case_id"], "requirement": row["requirement"],
+                  "target": meta.get("target"), "adapter": meta.get("adapter"), "profile": meta.get("profile"),
                   "history": _json_list(latest.get("history")), "wire_trace": _lines(latest.get("wire_trace")),
                   "attempts": row["attempts"], "verdict_counts": {v: row[f"n_{v}"] for v in VERDICTS if row[f"n_{v}"]}}
         out.setdefault((row["requirement"], row["column"]), []).append(record)

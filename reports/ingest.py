@@ -26,7 +26,7 @@ USED = ("schema", "run_id", "case_id", "requirement", "level", "area", "queue_ty
         "vendor_verdict", "reason", "citation", "expected", "observed", "duration_s", "attempt", "finished_at",
         "product", "version", "protocol", "mutation", "wire_trace",
         # issue 22: what a cell's case page shows besides (reports.case_pages.PAGE_COLUMNS)
-        "variant", "target", "adapter", "profile", "history")
+        "variant", "history")
 
 
 @dataclass

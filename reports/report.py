@@ -109,6 +109,14 @@ class _Stages:
             self.current = None
 
 
+def page_runs(files: list[str], spark: Any) -> dict[str, dict[str, Any]]:
+    """run id -> run.json of the runs read (the case pages' rerun command names their target)."""
+    from reports.runs import is_local, read_metas
+
+    remote = spark if not all(is_local(f) for f in files) else None
+    return {m.run_id: m.raw for m in read_metas(files, remote) if m.run_id}
+
+
 def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, master: str | None = None, verbose: bool = False,
           progress: "StepProgress | None" = None) -> dict[str, Any]:
     from conformance import __version__
@@ -136,7 +144,7 @@ def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, mas
         result["rule_coverage"] = rule_coverage()
         result["suite_version"] = __version__
         stages.next("each cell's cases")
-        cases = case_pages.case_rows(case_pages.latest_cases_df(data.records))
+        cases = case_pages.case_rows(case_pages.latest_cases_df(data.records), page_runs(files, spark))
         stages.next("write Parquet and CSV")
         out.mkdir(parents=True, exist_ok=True)
         cells_df = result.pop("_cells_df")
