@@ -424,7 +424,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         argv = quiet_pytest(argv)
     out.mkdir(parents=True, exist_ok=True)
     console = Console.for_stdout(verbose=bool(args.verbose) or debug)  # --debug: pytest prints too; a bar would be torn
-    code = pytest.main(argv, plugins=[RunProgress(console, out, debug=debug)])
+    code = pytest.main(argv, plugins=[RunProgress(console, out, debug=debug, log=None if debug else out / PYTEST_LOG)])
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED):
         return EXIT_USAGE
     run = read_run(out)
@@ -432,17 +432,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return summarize(run, records, out)
 
 
-#: pytest's console options: they belong to its terminal reporter, which ``conformance run`` replaces.
-_TERMINAL_OPTIONS = ("-rfEX", "-v", "-q", "--tb=short")
+#: Where ``conformance run`` puts pytest's own console output (issue 22): in the results folder.
+PYTEST_LOG = "pytest.log"
 
 
 def quiet_pytest(argv: list[str]) -> list[str]:
-    """The run's pytest arguments without pytest's console (issue 22): the tool's progress
-    (conformance.progress) speaks instead, and no runner traceback reaches the console. Only
-    ``conformance run`` does this: the self-test's child runs keep pytest's log for debugging."""
-    # pytest-benchmark (a test dependency) warns on stderr under xdist once the terminal is gone: the
-    # cases never benchmark, so it is left out rather than silenced
-    return [a for a in argv if a not in _TERMINAL_OPTIONS] + ["-p", "no:terminal", "-p", "no:benchmark"]
+    """The run's pytest arguments when the tool's progress speaks (conformance.progress), and
+    pytest's reporter writes to the results folder's pytest.log instead of the console (it stays
+    registered: pytest-timeout and xdist write through it). pytest-benchmark (a test dependency)
+    warns under xdist and the cases never benchmark: it is left out."""
+    return [*argv, "-p", "no:benchmark"]
 
 
 def exit_code(records: list[dict[str, Any]]) -> int:
@@ -517,7 +516,8 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
                       f"{r.get('case_id', '')}", markup=False, highlight=False, soft_wrap=True)
     if run.get("target_dead"):
         console.print(f"[red]target went down during the run: {run['target_dead']}[/red]")
-    console.print(f"results: {out}/results.jsonl  junit: {out}/junit.xml  allure: {out}/allure-results", markup=False)
+    log = f"  pytest: {out}/{PYTEST_LOG}" if (out / PYTEST_LOG).is_file() else ""
+    console.print(f"results: {out}/results.jsonl  junit: {out}/junit.xml  allure: {out}/allure-results{log}", markup=False)
     return exit_code(records)
 
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable
 
+import pytest
+
 from conformance.secrets import scrub
 
 #: Verdicts in the order the counts line shows them, and their colour on a terminal.
@@ -175,10 +177,12 @@ class Console:
 class RunProgress:
     """pytest plugin of the controller: progress and the failing-case blocks of ``conformance run``."""
 
-    def __init__(self, console: Console, out: Path, *, debug: bool = False) -> None:
+    def __init__(self, console: Console, out: Path, *, debug: bool = False, log: Path | None = None) -> None:
         self.console = console
         self.out = Path(out)
         self.debug = debug
+        self.log = log
+        self._log_file: IO[str] | None = None
         self.total = 0
         self.done = 0
         self.counts: Counter[str] = Counter()
@@ -189,6 +193,25 @@ class RunProgress:
         self._lock = threading.Lock()
 
     # --- pytest hooks (controller only: a worker never loads this plugin's instance) -------------
+    @pytest.hookimpl(trylast=True)  # after pytest's terminal plugin made its reporter
+    def pytest_configure(self, config: Any) -> None:
+        """pytest's reporter writes into ``log`` (the results folder), not the console: its dots,
+        tracebacks and summary stay there for debugging. It is kept, not disabled: pytest-timeout
+        and xdist write through it (a missing reporter turned every case deadline into an error)."""
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if self.log is None or reporter is None:
+            return
+        from _pytest.config import create_terminal_writer
+
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self._log_file = open(self.log, "w", encoding="utf-8")
+        reporter._tw = create_terminal_writer(config, self._log_file)
+
+    def pytest_unconfigure(self, config: Any) -> None:
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
     def pytest_sessionstart(self, session: Any) -> None:
         self._tail = ResultsTail(self.out / "results.jsonl")
         self.started = time.monotonic()
