@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="parallel worker processes (default 1; 2 measured faster for the whole catalogue on 2 cores, bench/catalogue.py)")
     run.add_argument("--case-timeout", type=float, default=60.0, help="deadline per case in seconds (default 60)")
     run.add_argument("--keep-history", action="store_true", help="keep the operation history of passing cases too")
-    run.add_argument("--verbose", "-v", action="store_true", help="one line per case")
+    run.add_argument("--verbose", "-v", action="store_true", help="one plain line per decided case instead of the live progress bar")
+    run.add_argument("--debug", action="store_true", help="pytest's own console too: its reports and the runner's tracebacks (kept in results.jsonl either way)")
     run.add_argument("--mutation", help="make the target faulty on purpose: run through a proxy applying this protocol mutation (see conformance selftest --list)")
     run.set_defaults(func=cmd_run)
 
@@ -249,7 +250,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from reports.render import flaky_cells, unfinished_lines
     from reports.report import build
 
-    result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master, verbose=bool(getattr(args, "verbose", False)))
+    from conformance.progress import Console as ProgressConsole, StepProgress
+
+    verbose = bool(getattr(args, "verbose", False))
+    with StepProgress("report", ProgressConsole.for_stdout(verbose=verbose)) as progress:
+        result = build(args.runs, args.out, baseline=args.baseline, master=args.spark_master, verbose=verbose, progress=progress)
     s = result["summary"]
     # as the matrix shows them: targets (product, version, protocol) over their queue types; a
     # requirement without a queue type is no configuration of its own (issue 22)
@@ -260,6 +265,7 @@ def cmd_report(args: argparse.Namespace) -> int:
           f"{s['quarantined']} quarantined line(s), {s['mutated']} self-test record(s) left out")
     for name in ("report.html", "summary.md", "matrix.json", "matrix.parquet", "matrix.csv"):
         print(f"  {args.out / name}")
+    print(f"  {args.out / 'cases'}/ (one page per matrix cell, linked from the matrix)")
     for line in unfinished_lines(result):
         print(f"UNFINISHED RUN: {line}")
     flaky = flaky_cells(result["cells"])
@@ -325,7 +331,10 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         opts = Options(packs=args.pack or [], target_url=target.url, handle=target.handle(), protocol=protocol, out=out, adapter=args.adapter,
                        profile=args.profile, areas=args.area or [], mutations=args.mutation or [], workers=args.workers,
                        parallel=args.parallel, case_timeout=args.case_timeout, skip_restarts=args.skip_restarts, scope=args.scope)
-        matrix = selftest(opts, say=lambda text: console.print(text, markup=False))
+        from conformance.progress import Console as ProgressConsole, StepProgress
+
+        with StepProgress("selftest: mutation runs", ProgressConsole.for_stdout(verbose=False)) as progress:
+            matrix = selftest(opts, say=progress.say, progress=progress)
     finally:
         target.stop()
     c = matrix["counts"]
@@ -345,15 +354,33 @@ def cmd_selftest(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     import pytest
 
+    from conformance.progress import Console, RunProgress
+
     out = args.out or Path("runs") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     argv = pytest_args(args, out)
+    debug = bool(getattr(args, "debug", False))
+    if not debug:
+        argv = quiet_pytest(argv)
     out.mkdir(parents=True, exist_ok=True)
-    code = pytest.main(argv)
+    console = Console.for_stdout(verbose=bool(args.verbose) or debug)  # --debug: pytest prints too; a bar would be torn
+    code = pytest.main(argv, plugins=[RunProgress(console, out, debug=debug, log=None if debug else out / PYTEST_LOG)])
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED):
         return EXIT_USAGE
     run = read_run(out)
     records = [r for r in read_results(out) if r.get("run_id") == run.get("run_id")]
     return summarize(run, records, out)
+
+
+#: Where ``conformance run`` puts pytest's own console output (issue 22): in the results folder.
+PYTEST_LOG = "pytest.log"
+
+
+def quiet_pytest(argv: list[str]) -> list[str]:
+    """The run's pytest arguments when the tool's progress speaks (conformance.progress), and
+    pytest's reporter writes to the results folder's pytest.log instead of the console (it stays
+    registered: pytest-timeout and xdist write through it). pytest-benchmark, which warned under
+    xdist, is already left out by run_args.pytest_args."""
+    return list(argv)
 
 
 def exit_code(records: list[dict[str, Any]]) -> int:
@@ -419,13 +446,17 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
         table.add_row(area, level, *[str(by.get((area, level, v), 0) or "") for v in verdicts])
     console.print(table)
     _print_pass_rates(console, records)
-    for r in records:
-        if r["verdict"] in ("fail", "error", "blocked", "deviation"):
-            console.print(f"[bold]{r['verdict'].upper()}[/bold] {r['requirement']} [{r['level']}] {r.get('queue_type') or ''} {r.get('variant') or ''}".rstrip())
-            console.print(f"  Expected: {r['expected']}\n  Actual:   {r['observed']}", markup=False, highlight=False)
+    problems = [r for r in records if r["verdict"] in ("fail", "error", "blocked", "deviation")]
+    if problems:  # their Expected / Actual blocks were printed as each was decided (conformance.progress)
+        console.print(f"{len(problems)} case(s) to read (deviations: documented vendor behaviour); "
+                      f"everything about one: conformance explain {out} CASE", markup=False, highlight=False)
+    for r in problems:
+        console.print(f"  {r['verdict'].upper():<10} {r['requirement']} [{r['level']}] {r.get('queue_type') or ''} {r.get('variant') or ''}  "
+                      f"{r.get('case_id', '')}", markup=False, highlight=False, soft_wrap=True)
     if run.get("target_dead"):
         console.print(f"[red]target went down during the run: {run['target_dead']}[/red]")
-    console.print(f"results: {out}/results.jsonl  junit: {out}/junit.xml  allure: {out}/allure-results", markup=False)
+    log = f"  pytest: {out}/{PYTEST_LOG}" if (out / PYTEST_LOG).is_file() else ""
+    console.print(f"results: {out}/results.jsonl  junit: {out}/junit.xml  allure: {out}/allure-results{log}", markup=False)
     return exit_code(records)
 
 

@@ -27,12 +27,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from conformance.catalogue import catalogue
 from conformance.errors import UsageError
 from conformance.mutations import Expectation, Mutation, available, expectations, make
 from conformance.results import read_results, read_run
+
+if TYPE_CHECKING:
+    from conformance.progress import StepProgress
 
 SCHEMA = "conformance.killmatrix/1"
 KILLMATRIX_FILE = "killmatrix.json"
@@ -150,8 +153,12 @@ def touched(clean: list[Run]) -> dict[str, set[str]]:
     return out
 
 
-def selftest(opts: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run everything and return the kill matrix (also written to ``opts.out``)."""
+def selftest(opts: Options, say: Callable[[str], None] = print, progress: "StepProgress | None" = None) -> dict[str, Any]:
+    """Run everything and return the kill matrix (also written to ``opts.out``).
+
+    ``progress`` (issue 22) learns each catalogue run as it starts and ends, and the kills so far:
+    a self-test takes minutes, and a line only when a mutation finishes left a person guessing."""
+    track = progress or _NoProgress()
     started = time.monotonic()
     declared = expectations()
     specs = opts.mutations or [m.name for m in available(opts.protocol)]
@@ -164,10 +171,14 @@ def selftest(opts: Options, say: Callable[[str], None] = print) -> dict[str, Any
     wants_restarts = bool(restarts) and not opts.skip_restarts and (not areas or any(catalogue()[r].area in areas for r in restarts))
 
     say(f"selftest: clean run of the catalogue through a probing proxy ({opts.protocol})")
+    track.begin("clean run through the probing proxy")
     clean = [execute(opts, Run("clean", "probe", "exclude"))]
+    track.finish("clean run through the probing proxy", count=False)
     say(_line(clean[0], 0, 0))
     if wants_restarts and opts.handle:
+        track.begin("clean run of the restart cases")
         clean.append(execute(opts, Run("clean-restarts", "probe", "only")))
+        track.finish("clean run of the restart cases", count=False)
         say(_line(clean[-1], 0, 0))
     if not any(run.records for run in clean):  # an area of disruptive cases only (failover) has them all in the second run
         log = opts.out / "runs" / "clean" / "pytest.log"
@@ -203,11 +214,18 @@ def selftest(opts: Options, say: Callable[[str], None] = print) -> dict[str, Any
         + (f"; out of scope here: {', '.join(out_of_scope)}" if out_of_scope else ""))
     done: list[Run] = []
     lock = threading.Lock()
+    provable_cases = {_case(r) for r in clean_records if r["verdict"] in PROVABLE}
+    kills = 0
+    track.plan(total)
 
     def one(run: Run) -> Run:
+        nonlocal kills
+        track.begin(run.label)
         execute(opts, run)
         with lock:
             done.append(run)
+            kills += sum(1 for r in run.records if r["verdict"] == "fail" and _case(r) in provable_cases)
+            track.finish(run.label, note=f"kills so far: {kills}")
             say(_line(run, len(done), total))
         return run
 
@@ -218,6 +236,7 @@ def selftest(opts: Options, say: Callable[[str], None] = print) -> dict[str, Any
     second = second_round(clean_records, done, rest)
     if second:
         total += len(second)
+        track.plan(total)
         say(f"selftest: {len({r for run in second for r in run.requirements or []})} requirement(s) with a case no declared mutation "
             f"failed: {len(second)} more runs through the other mutations that reach them")
         with ThreadPoolExecutor(max_workers=max(1, opts.parallel)) as pool:
@@ -243,6 +262,16 @@ def second_round(clean_records: list[dict[str, Any]], done: list[Run], rest: dic
         if wanted:
             runs.append(Run(spec + "+rest", spec, "exclude", wanted))
     return runs
+
+
+class _NoProgress:
+    """What :func:`selftest` tells when nobody watches (a test, a script): nothing."""
+
+    def begin(self, name: str) -> None: ...
+
+    def finish(self, name: str, line: str | None = None, note: str | None = None, count: bool = True) -> None: ...
+
+    def plan(self, total: int) -> None: ...
 
 
 def _line(run: Run, n: int, total: int) -> str:

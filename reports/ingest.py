@@ -24,7 +24,9 @@ RESULTS_FILE = "results.jsonl"
 #: (non-string) fields stay so that a line with a value of the wrong type is still quarantined.
 USED = ("schema", "run_id", "case_id", "requirement", "level", "area", "queue_type", "verdict", "spec_verdict",
         "vendor_verdict", "reason", "citation", "expected", "observed", "duration_s", "attempt", "finished_at",
-        "product", "version", "protocol", "mutation", "wire_trace")
+        "product", "version", "protocol", "mutation", "wire_trace",
+        # issue 22: what a cell's case page shows besides (reports.case_pages.PAGE_COLUMNS)
+        "variant", "history")
 
 
 @dataclass

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from reports.case_pages import page_path
 from reports.schema import LEVELS, VERDICTS
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -128,6 +129,7 @@ def context(result: dict[str, Any]) -> dict[str, Any]:
     for c in cells:
         c = dict(c)
         c["label"] = flaky_label(c) if c.get("flaky") else c["verdict"]
+        c["page"] = page_path(c)  # issue 22: every cell links to its page (reports.case_pages)
         if c["verdict"] in PROBLEM_VERDICTS:
             c["anchor"] = _anchor(c)
             details.append(c)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reports import analysis
 from reports.ingest import Ingested, ingest
 from reports.render import render_html, render_markdown, write_json
+
+if TYPE_CHECKING:
+    from conformance.progress import StepProgress
 
 KILLMATRIX_FILE = "killmatrix.json"
 
@@ -83,26 +87,74 @@ def rule_coverage() -> dict[str, Any]:
     return as_data()
 
 
-def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, master: str | None = None, verbose: bool = False) -> dict[str, Any]:
+class _Stages:
+    """The report's stages as a progress (issue 22): the one starting ends the one before."""
+
+    def __init__(self, progress: "StepProgress | None", names: list[str]) -> None:
+        self.progress, self.current = progress, None
+        if progress is not None:
+            progress.plan(len(names))
+
+    def next(self, name: str, note: str | None = None) -> None:
+        if self.progress is None:
+            return
+        if self.current is not None:
+            self.progress.finish(self.current, note=note)
+        self.current = name
+        self.progress.begin(name)
+
+    def end(self, note: str | None = None) -> None:
+        if self.progress is not None and self.current is not None:
+            self.progress.finish(self.current, note=note)
+            self.current = None
+
+
+def page_runs(files: list[str], spark: Any) -> dict[str, dict[str, Any]]:
+    """run id -> run.json of the runs read (the case pages' rerun command names their target)."""
+    from reports.runs import is_local, read_metas
+
+    remote = spark if not all(is_local(f) for f in files) else None
+    return {m.run_id: m.raw for m in read_metas(files, remote) if m.run_id}
+
+
+def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, master: str | None = None, verbose: bool = False,
+          progress: "StepProgress | None" = None) -> dict[str, Any]:
     from conformance import __version__
+    from reports import case_pages
     from reports.ingest import result_files
+    from reports.render import column_title
     from reports.session import spark_run
 
     files, base_files = result_files(paths), result_files(baseline or [])  # a bad path is a one-line error before Spark starts
+    stages = _Stages(progress, ["start Spark", "read the records, compute the matrix", "read the runs' status", *(["the baseline"] if baseline else []),
+                                "each cell's cases", "write Parquet and CSV", "write HTML, Markdown, JSON and the case pages"])
+    stages.next("start Spark")
     with spark_run(master, verbose=verbose) as spark:
-        result, _ = figures(spark, paths)
+        stages.next("read the records, compute the matrix")
+        result, data = figures(spark, paths)
+        tally = Counter("flaky" if c.get("flaky") else c["verdict"] for c in result["cells"])
+        note = f"{result['summary']['records']} records, {len(result['cells'])} cells: " + " ".join(f"{v} {n}" for v, n in tally.most_common())
+        stages.next("read the runs' status", note)
         result["runs"] = run_statuses(files, base_files, spark)
         if baseline:
+            stages.next("the baseline")
             base, _ = figures(spark, baseline)
             result["diff"] = analysis.compare(base["cells"], result["cells"])
         result["killmatrices"] = killmatrices(paths)
         result["rule_coverage"] = rule_coverage()
         result["suite_version"] = __version__
+        stages.next("each cell's cases")
+        cases = case_pages.case_rows(case_pages.latest_cases_df(data.records), page_runs(files, spark))
+        stages.next("write Parquet and CSV")
         out.mkdir(parents=True, exist_ok=True)
         cells_df = result.pop("_cells_df")
         cells_df.drop("wire_trace").coalesce(1).write.mode("overwrite").parquet(str(out / "matrix.parquet"))
         cells_df.drop("wire_trace", "expected", "observed").coalesce(1).write.mode("overwrite").option("header", True).csv(str(out / "matrix.csv"))
+    stages.next("write HTML, Markdown, JSON and the case pages")
     (out / "report.html").write_text(render_html(result))
     (out / "summary.md").write_text(render_markdown(result))
     write_json(result, out / "matrix.json")
+    titles = {c["column"]: column_title(c["column"], result["cells"]) for c in result["cells"]}
+    case_pages.write_pages(out, result["cells"], cases, titles)
+    stages.end()
     return result
