@@ -220,6 +220,7 @@ class RunProgress:
         """Serial runs: the selected cases (after the suite's own deselection)."""
         self._start(len(session.items))
 
+    @pytest.hookimpl(optionalhook=True)  # xdist is left out of a one-worker run
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Parallel runs: every worker collects the same cases; the first to finish gives the total."""
         if not self.total:
