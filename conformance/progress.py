@@ -154,7 +154,10 @@ class Console:
 
         tty = sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
         sys.stdout.flush()
-        stream = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8", errors="replace")
+        try:
+            stream: Any = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8", errors="replace")
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation: an in-memory stdout (a caller's capture)
+            stream = sys.stdout
         return cls(stream, live=tty and not verbose, width=shutil.get_terminal_size((100, 24)).columns)
 
     def line(self, text: str, style: str | None = None) -> None:
