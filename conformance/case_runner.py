@@ -21,7 +21,7 @@ from conformance.targets import probe_tcp, redact
 from conformance.verdict import Outcome, Verdict, apply_profile
 from conformance.run_state import RunState
 
-
+#: The case's result, stashed on its item by the runner; conformance.case_records writes it.
 STASH_RESULT = pytest.StashKey[dict[str, Any]]()
 
 

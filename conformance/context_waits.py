@@ -14,7 +14,7 @@ from conformance.liveness import DELIVERY_WINDOW_S
 
 
 class Waits(Queues):
-    """Every wait is bounded and names what it waited for; a barrier proves, never sleeps."""
+    """Every wait is bounded and names what it waited for; a barrier proves a condition, never guesses a delay."""
 
     # -- waiting -----------------------------------------------------------------------------
 

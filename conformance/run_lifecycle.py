@@ -24,7 +24,7 @@ from conformance import allure_results
 from conformance.api import Adapter, adapter_for
 from conformance.catalogue import catalogue_digest
 from conformance.errors import ConformanceError, NoReply, OperationTimeout, TargetError, UsageError
-from conformance import preflight  # issue 16: preflight, health probe, missing deliveries
+from conformance import preflight  # issue 16: the suite's assumptions, checked before the catalogue
 from conformance import packs  # issue 19 §2: requirement packs
 from conformance.cluster import merge_mutation_stats, mutated_node_urls
 from conformance.profile import select_profile
