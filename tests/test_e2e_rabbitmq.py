@@ -121,7 +121,7 @@ def test_a_broker_killed_mid_run_turns_the_rest_into_errors(tmp_path: Path) -> N
         assert read_run(out)["target_dead"]
         assert exit_code(recs) == EXIT_USAGE
         # the cause is told once; every later case is one line, not a traceback of the runner
-        assert "Traceback" not in proc.stdout and "_run_case" not in proc.stdout
+        assert "Traceback" not in proc.stdout and "run_case" not in proc.stdout
         remaining = proc.stdout.count("error: target is down since an earlier case")
         assert remaining >= len(recs) - 5, proc.stdout[-3000:]
         assert len(proc.stdout.splitlines()) < 4 * len(recs) + 200, len(proc.stdout.splitlines())

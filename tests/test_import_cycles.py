@@ -29,3 +29,41 @@ def test_the_cli_and_the_selftest_share_the_pytest_command_line_through_run_args
 
     assert cli.pytest_args is run_args.pytest_args
     assert "conformance.run_args" in imported(ROOT / "conformance" / "selftest.py")
+
+
+# --- issue 19 §6: the plugin's and the case context's roles, each in a module of its own ------------
+
+#: The modules the plugin and the case context were split into, in an order where each imports
+#: only modules before it (a module importing one after it would be a cycle, or the start of one).
+SPLIT = [
+    "context_state", "context_connections", "context_proxies", "context_queues", "context_waits",
+    "context_faults", "context_cleanup", "case",
+    "run_options", "run_state", "run_lifecycle", "case_runner", "case_fixtures", "case_records", "selection",
+    "pytest_plugin",
+]
+
+
+@pytest.mark.parametrize("module", SPLIT)
+def test_each_split_module_imports_only_the_ones_before_it(module: str) -> None:
+    later = {f"conformance.{m}" for m in SPLIT[SPLIT.index(module) + 1:]}
+    assert not imported(ROOT / "conformance" / f"{module}.py") & later
+
+
+def test_the_plugin_module_still_holds_every_hook_and_fixture_pytest_must_find() -> None:
+    """``-p conformance.pytest_plugin`` is the one plugin: pytest registers what its namespace holds."""
+    from conformance import pytest_plugin
+
+    hooks = {n for n in dir(pytest_plugin) if n.startswith("pytest_")}
+    assert hooks == {
+        "pytest_addoption", "pytest_collection_modifyitems", "pytest_configure", "pytest_configure_node",
+        "pytest_generate_tests", "pytest_internalerror", "pytest_keyboard_interrupt", "pytest_runtest_makereport",
+        "pytest_sessionfinish", "pytest_sessionstart", "pytest_timeout_set_timer", "pytest_unconfigure",
+    }
+    for fixture in ("conformance_case", "conformance_attempt", "queue_type", "variant"):
+        assert hasattr(pytest_plugin, fixture), fixture
+
+
+def test_cases_import_the_case_and_its_context_from_conformance_case() -> None:
+    from conformance.case import WAIT_S, Case, CaseContext, Obs, ScenarioVoid, Settled, delivery_obs, sentinel_body  # noqa: F401
+
+    assert all(hasattr(CaseContext, m) for m in ("connect", "proxy", "queue", "drain", "restart_broker", "absorb", "close"))

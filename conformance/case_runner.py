@@ -1,0 +1,193 @@
+"""The case runner: scenario, verdict and profile, the broker lock, the result it stashes for the record."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import time
+from typing import Any, Iterator
+
+import pytest
+
+from conformance import allure_results
+from conformance.case import Case, CaseContext
+from conformance.capabilities import applicability  # issue 19
+from conformance.catalogue import Requirement, requirement
+from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, TargetError, Unsupported
+from conformance.history import History
+from conformance import deadline, liveness, preflight  # issue 16: preflight, health probe, missing deliveries
+from conformance import shared_fault  # issue 20: one broker fault shared by the disruptive cases
+from conformance.targets import probe_tcp, redact
+from conformance.verdict import Outcome, Verdict, apply_profile
+from conformance.run_state import RunState
+
+#: The case's result, stashed on its item by the runner; conformance.case_records writes it.
+STASH_RESULT = pytest.StashKey[dict[str, Any]]()
+
+
+def _decide(item: pytest.Item, result: dict[str, Any]) -> None:
+    item.stash[STASH_RESULT] = result
+
+
+def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | None, variant: str | None) -> None:
+    """Scenario, verdict, record. Its frames are the suite's, not the broker's: hidden from tracebacks."""
+    __tracebackhide__ = True
+    req = requirement(case.requirement)
+    base = {"requirement": req.id, "level": req.level_for(state.adapter.protocol), "area": req.area, "queue_type": queue_type, "variant": variant}
+    target_label = f"{state.server['product']} {state.server['version']} {state.adapter.protocol}"
+    allure_results.labels(req, queue_type, variant, target_label, state.adapter.protocol, state.profile.id)
+    started = time.monotonic()
+
+    def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "") -> None:
+        allure_results.verdict_label(v.outcome.value)
+        if v.outcome not in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED):
+            allure_results.attach(v.render(req.id, req.level_for(state.adapter.protocol)), history, trace)
+        keep = history is not None and (state.keep_history or v.outcome not in (Outcome.PASS,))
+        _decide(
+            item,
+            {
+                **base,
+                "verdict": v.outcome.value,
+                "spec_verdict": v.spec,
+                "vendor_verdict": v.vendor,
+                "expected": v.expected,
+                "observed": v.observed,
+                "reason": v.reason,
+                "citation": v.citation,
+                "duration_s": round(time.monotonic() - started, 4),
+                "observations": obs,
+                "history": history.as_records() if keep and history else None,
+                "wire_trace": trace.splitlines() if keep and trace else None,
+                "rendered": v.render(req.id, req.level_for(state.adapter.protocol)),
+                "history_text": history.render() if history else "",
+                "trace_text": trace,
+            },
+        )
+
+    if state.dead_cause:
+        # a silent target's cause names itself ("target stopped answering ..."); a gone one is "down"
+        said = state.dead_cause if state.dead_cause.startswith("target ") else f"target is down: {state.dead_cause}"
+        finish(Verdict(Outcome.ERROR, "a reachable target", said))
+        item.stash[STASH_RESULT]["brief"] = True  # one line per remaining case: the cause was shown once
+        pytest.fail(f"error: target is down since an earlier case: {state.dead_cause}", pytrace=False)
+    why = _not_applicable(req, state, queue_type)
+    if why:
+        finish(why)
+        pytest.skip(f"{why.outcome.value}: {why.reason}")
+    blocked = preflight.blocking(state.preflight, req)  # issue 16: at once, never at the deadline
+    if blocked is not None:
+        finish(blocked)
+        raise TargetError(blocked.observed)
+    liveness.clear_interrupted()  # issue 16
+    history = History()
+    ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=queue_type,
+                      variant=variant, history=history, target=state.target)
+    ctx.node_urls = state.node_urls
+    interrupted = True
+    try:
+        with _broker_lock(state, exclusive=case.disrupts_broker, history=history):
+            obs = shared_fault.scenario(item, case, ctx, lambda other: _context_for(other, state))  # issue 20
+            deadline.overrun(item, started)  # a lost alarm never lets a case pass past its deadline
+        interrupted = False
+    except Unsupported as exc:
+        ctx.close(True)
+        who = f"adapter {state.adapter.name}" if exc.by == "adapter" else f"target {state.target.name if state.target else redact(state.url)}"
+        v = Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"{who}: {exc}")
+        finish(v, history, trace=ctx.wire_trace())
+        pytest.skip(f"unsupported: {v.reason}")
+    except BaseException as exc:
+        if type(exc).__name__ == "Failed":
+            deadline.disarm()  # the deadline is caught: the record below is written undisturbed
+        cause = None
+        if isinstance(exc, (ConnectionLost, OSError, ConformanceError)):
+            cause = probe_tcp(state.url) if state.target is None else (state.target.check_alive())
+            if cause:
+                state.dead_cause = cause
+        # --- issue 16: a protocol-level health probe after a timeout; a missing delivery is a verdict
+        judged = liveness.Judgement(None, None) if cause else liveness.after_scenario_exception(
+            exc, adapter=state.adapter, url=state.url, case_id=item.nodeid, requirement_text=req.text)
+        if judged.dead_cause:
+            state.dead_cause = cause = judged.dead_cause
+        ctx.skip_cleanup = bool(cause)  # a target that stopped answering would stall the cleanup too
+        if judged.verdict is not None and judged.verdict.outcome is not Outcome.ERROR:
+            ctx.close(True)
+            v = apply_profile(judged.verdict, req.id, queue_type, state.profile)
+            finish(v, history, {"missing": liveness.missing_obs(exc)} if isinstance(exc, DeliveriesMissing) else None, ctx.wire_trace())
+            if v.outcome is Outcome.FAIL:
+                pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+            pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+        # --- end issue 16 ---------------------------------------------------------------------------
+        detail = f"{type(exc).__name__}: {exc}" + (f" (target down: {cause})" if cause else "")
+        if type(exc).__name__ == "Failed":  # the case deadline (pytest-timeout): name the operation
+            detail = liveness.deadline_text(item.config.getoption("--case-timeout")) or detail
+        if judged.verdict is not None:
+            detail = judged.verdict.observed
+        ctx.close(True)
+        finish(Verdict(Outcome.ERROR, req.text, detail, reason="scenario did not complete"), history, trace=ctx.wire_trace())
+        if type(exc).__name__ == "Failed":
+            # the deadline's alarm can interrupt a frame that has no line number, and pytest then
+            # fails to format the traceback (INTERNALERROR): the deadline speaks in one line instead
+            pytest.fail(f"error: {detail}", pytrace=False)
+        raise
+    finally:
+        ctx.close(interrupted)
+    v = apply_profile(case.verdict(obs, state.profile, queue_type), req.id, queue_type, state.profile)
+    finish(v, history, obs, ctx.wire_trace())
+    if v.outcome is Outcome.UNDOCUMENTED:
+        pytest.skip(f"undocumented: {v.reason}")
+    if v.outcome is Outcome.UNSUPPORTED:  # issue 17: the verdict found the broker untested (e.g. a client-side refusal)
+        pytest.skip(f"unsupported: {v.reason}")
+    if v.outcome is Outcome.FAIL:
+        # the verdict is the whole story: no traceback of the runner's frames before it
+        pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+    if v.outcome is Outcome.DEVIATION:
+        pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+
+
+# --- issue 20: one broker fault shared by the disruptive cases (conformance.shared_fault) --------
+def _context_for(item: pytest.Item, state: RunState) -> CaseContext | None:
+    """A fresh context for another case of the run, or None if that case will not run its scenario."""
+    req = requirement(item.cls.requirement)  # type: ignore[union-attr]
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    qt = params.get("queue_type")
+    if state.dead_cause or _not_applicable(req, state, qt) or preflight.blocking(state.preflight, req) is not None:
+        return None
+    ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=qt,
+                      variant=params.get("variant"), history=History(), target=state.target)
+    ctx.node_urls = state.node_urls
+    return ctx
+# --- end issue 20 -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _broker_lock(state: RunState, *, exclusive: bool, history: History) -> Iterator[None]:
+    """Cases share the broker (shared lock); a case that restarts or kills it holds it alone.
+
+    A file lock, so it spans xdist workers; the case deadline bounds the wait for it."""
+    if state.target is None or not state.target.can_restart:
+        yield
+        return
+    with open(state.lock_path, "a+") as fh:
+        started = time.monotonic()
+        fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        if exclusive:
+            history.add("suite", "lock", f"broker held exclusively after {(time.monotonic() - started) * 1000:.0f}ms")
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _not_applicable(req: Requirement, state: RunState, queue_type: str | None) -> Verdict | None:
+    # --- issue 19: applicability by capability (conformance.capabilities) -------------------------
+    why = applicability(req, state.adapter, state.profile)
+    if why:
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=why)
+    # --- end issue 19 ---------------------------------------------------------------------------
+    if queue_type is not None and queue_type not in state.profile.queue_types:
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"profile {state.profile.id} has no queue type {queue_type!r}")
+    doc = state.profile.unsupported_reason(req.id, queue_type)
+    if doc:
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=doc.reason, citation=doc.source)
+    return None
+

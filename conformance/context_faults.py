@@ -1,0 +1,62 @@
+"""Broker-level faults of a case: restart or kill -9 the node, then wait for its queues to answer."""
+
+from __future__ import annotations
+
+import time
+
+from conformance.api import QueueStats
+from conformance.context_waits import Waits
+from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout, TargetCannot
+
+
+class BrokerFaults(Waits):
+    """Only a launched target can be restarted or killed; every case after the fault gets the same window."""
+
+    def restart_broker(self, *, kill: bool = False) -> None:
+        """Broker-level fault: kill -9 (``kill=True``) or a graceful restart of the node, then wait
+        until it accepts connections. Every connection the case had is dead afterwards; open new ones
+        (``admin`` reconnects by itself)."""
+        if self.target is None or not self.target.can_restart:
+            name = self.target.name if self.target else "this target"
+            raise TargetCannot(f"{name} cannot be restarted or killed by the suite; broker faults need a launched target")
+        self._cut_all()
+        start = time.monotonic()
+        if kill:
+            self.target.kill()
+            self.history.add("nemesis", "kill -9", self.target.name)
+            self.target.start()
+        else:
+            self.target.restart()
+        self.history.add("nemesis", "restart" if not kill else "start", f"{self.target.name} accepting connections after {time.monotonic() - start:.1f}s")
+        self.fault_at = time.monotonic()
+
+    def recovery_left(self, window: float) -> float:
+        """What remains of a recovery ``window`` counted from the end of the fault (a shared fault
+        may have served other cases' observations first): every case gets the same window after
+        the same fault, never a fresh one. At least one poll is always made."""
+        if self.fault_at is None:
+            return window
+        return max(0.5, window - (time.monotonic() - self.fault_at))
+
+    def await_queue(self, queue: str, timeout: float = 30.0) -> QueueStats:
+        """After a broker restart: wait until ``queue`` answers again (a quorum queue elects a leader)."""
+        last: list[QueueStats] = []
+        refused: list[str] = []
+
+        def answers() -> bool:
+            try:
+                last[:] = [self.stats(queue)]
+                return True
+            except (ChannelClosed, ConnectionLost) as exc:
+                self._admin = None
+                if isinstance(exc, ChannelClosed):
+                    refused[:] = [f"{exc.code} {exc.text}"]
+                return False
+
+        try:
+            self.wait_for(answers, f"{queue} to answer after the restart", timeout)
+        except OperationTimeout as exc:
+            if refused:  # e.g. 404 NOT_FOUND: the broker is up and says the queue is gone
+                raise OperationTimeout(f"{exc}; the broker's last answer: {refused[0]}") from None
+            raise
+        return last[0]
