@@ -94,6 +94,13 @@ def default_port(scheme: str) -> int:
     return {"amqp": 5672, "amqps": 5671}.get(scheme, 5672)
 
 
+def free_port() -> int:
+    """A loopback port free now, for a launched process to listen on (launchers, the Spark cluster)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def wait_until(predicate: Callable[[], bool], deadline_s: float, interval_s: float = 0.05) -> bool:
     """Poll ``predicate`` until it holds or the deadline passes (for process/port readiness only)."""
     end = time.monotonic() + deadline_s

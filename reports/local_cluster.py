@@ -23,13 +23,13 @@ import secrets
 import socket
 import subprocess
 import tempfile
-import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from conformance.supervisor import Supervisor
+from conformance.targets import free_port, wait_until
 
 #: JVM start on a loaded 2-core machine takes 5-20 s; a deadline, not a pause.
 BOOT_TIMEOUT_S = float(os.environ.get("CONFORMANCE_SPARK_BOOT_TIMEOUT", "120"))
@@ -52,23 +52,14 @@ def connect_jar() -> Path | None:
     return jars[0] if jars else None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _wait(predicate: Callable[[], bool], deadline_s: float, what: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     """Poll ``predicate`` (a cheap readiness query) until true; a process that exits or a deadline
     that passes is a ClusterError with the tail of its log."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise ClusterError(f"{what} exited with status {proc.returncode} at start: {_tail(log)}")
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise ClusterError(f"{what} was not ready within {deadline_s:.0f}s: {_tail(log)}")
+    ready = wait_until(lambda: proc.poll() is not None or predicate(), deadline_s, 0.2)
+    if proc.poll() is not None:
+        raise ClusterError(f"{what} exited with status {proc.returncode} at start: {_tail(log)}")
+    if not ready:
+        raise ClusterError(f"{what} was not ready within {deadline_s:.0f}s: {_tail(log)}")
 
 
 def _tail(log: Path, lines: int = 3) -> str:

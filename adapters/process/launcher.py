@@ -16,7 +16,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -29,15 +28,9 @@ from adapters.process.handshake import PROBES
 from conformance.errors import TargetError
 from conformance.secrets import SecretUrl, register_url
 from conformance.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
-from conformance.targets import Target, wait_until
+from conformance.targets import Target, free_port, wait_until
 
 STATE = "target.json"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def write_private(path: Path, text: str) -> None:

@@ -26,18 +26,12 @@ from pathlib import Path
 
 from conformance.errors import TargetError
 from conformance.supervisor import Supervisor, SupervisorError
-from conformance.targets import Target, probe_tcp, wait_until
+from conformance.targets import Target, free_port, probe_tcp, wait_until
 
 DEFAULT_SCRIPT = "/usr/share/proton/examples/python/broker.py"
 INSTALL_HINT = "install it with: apt-get update && apt-get install -y --no-install-recommends libqpid-proton11-dev-examples"
 #: AMQP 1.0 protocol header (transport 2.2): "AMQP", id 0 (plain AMQP), version 1.0.0.
 AMQP10_HEADER = b"AMQP\x00\x01\x00\x00"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def amqp10_ready(port: int) -> bool:

@@ -27,18 +27,12 @@ from urllib.parse import quote
 
 from conformance.errors import TargetError
 from conformance.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
-from conformance.targets import Target, wait_until
+from conformance.targets import Target, free_port, wait_until
 
 DEFAULT_HOME = "/usr/lib/rabbitmq"
 #: Erlang's distribution listener binds every address unless told otherwise (epmd: ERL_EPMD_ADDRESS).
 LOOPBACK_DIST_ARGS = "-kernel inet_dist_use_interface {127,0,0,1}"
 INSTALL_HINT = "install it with: apt-get update && apt-get install -y --no-install-recommends rabbitmq-server"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write_private(path: Path, text: str, mode: int = 0o600) -> None:
