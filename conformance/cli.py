@@ -359,8 +359,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     argv = pytest_args(args, out)
     debug = bool(getattr(args, "debug", False))
-    if not debug:
-        argv = quiet_pytest(argv)
     out.mkdir(parents=True, exist_ok=True)
     console = Console.for_stdout(verbose=bool(args.verbose) or debug)  # --debug: pytest prints too; a bar would be torn
     code = pytest.main(argv, plugins=[RunProgress(console, out, debug=debug, log=None if debug else out / PYTEST_LOG)])
@@ -371,16 +369,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     return summarize(run, records, out)
 
 
-#: Where ``conformance run`` puts pytest's own console output (issue 22): in the results folder.
+#: Where ``conformance run`` puts pytest's own console output (issue 22): in the results folder. Its
+#: reporter stays registered (pytest-timeout and xdist write through it); RunProgress points it here.
 PYTEST_LOG = "pytest.log"
-
-
-def quiet_pytest(argv: list[str]) -> list[str]:
-    """The run's pytest arguments when the tool's progress speaks (conformance.progress), and
-    pytest's reporter writes to the results folder's pytest.log instead of the console (it stays
-    registered: pytest-timeout and xdist write through it). pytest-benchmark, which warned under
-    xdist, is already left out by run_args.pytest_args."""
-    return list(argv)
 
 
 def exit_code(records: list[dict[str, Any]]) -> int:
