@@ -1,8 +1,8 @@
 """The compliance figures, computed as Spark aggregations over any number of case records.
 
-Every function takes the DataFrame of good records (reports.ingest) and returns small, collected
-Python data: the number of cells is targets x requirements however many records went in, so the
-rendering side never touches Spark.
+Every function takes the per-case rows of the good records (reports.groupings: one pass over the
+files made them) and returns small, collected Python data: the number of cells is targets x
+requirements however many records went in, so the rendering side never touches Spark.
 """
 
 from __future__ import annotations
@@ -11,19 +11,9 @@ from typing import Any
 
 from reports.schema import VERDICTS
 
-RANK = {v: i for i, v in enumerate(VERDICTS)}
 #: Verdicts that decide something about the broker; a pass rate counts only these (an ``error`` is
 #: the suite or the infrastructure breaking: it neither passes nor fails the broker).
 DECIDED = ("pass", "fail")
-
-
-def _rank(col: str) -> Any:
-    from pyspark.sql import functions as F
-
-    expr = None
-    for verdict, rank in RANK.items():
-        expr = F.when(F.col(col) == verdict, F.lit(rank)) if expr is None else expr.when(F.col(col) == verdict, F.lit(rank))
-    return expr.otherwise(F.lit(len(RANK)))
 
 
 def _unrank(col: str) -> Any:
@@ -32,9 +22,9 @@ def _unrank(col: str) -> Any:
     return F.element_at(F.array(*[F.lit(v) for v in VERDICTS], F.lit("none")), F.col(col) + 1)
 
 
-def cells_df(records: Any) -> Any:
-    """target column x requirement: the worst verdict (spec and vendor apart), pass rate, the worst
-    case's expected/observed/trace for the report's link.
+def cells_df(cases: Any) -> Any:
+    """target column x requirement, from the per-case rows (reports.groupings): the worst verdict
+    (spec and vendor apart), pass rate, the worst case's expected/observed/trace for the report's link.
 
     ``flaky`` is set when one case of the cell both passed and failed over its repetitions (attempts
     of ``--repeat`` or several runs): ``verdict`` stays the worst (scores count it as failing), and
@@ -42,24 +32,19 @@ def cells_df(records: Any) -> Any:
     ``passes``/``decided`` give the rate. Two variants of which one always fails are not flaky."""
     from pyspark.sql import functions as F
 
-    r = (records.withColumn("_v", _rank("verdict")).withColumn("_s", _rank("spec_verdict")).withColumn("_d", _rank("vendor_verdict")))
-    worst = F.struct(F.col("_v"), F.col("case_id"), F.col("expected"), F.col("observed"), F.col("wire_trace"), F.col("reason"), F.col("citation"))
-    return (r.groupBy("column", "config", "product", "version", "protocol", "queue_type", "requirement", "level", "area")
+    from reports.groupings import CELL_KEYS
+
+    both = (F.col("n_pass") > 0) & (F.col("n_fail") > 0) & F.col("case_id").isNotNull()
+    return (cases.groupBy(*CELL_KEYS)
             .agg(F.min("_v").alias("_v"), F.min("_s").alias("_s"), F.min("_d").alias("_d"),
-                 # sizes of sets, not countDistinct: two distinct aggregates make Spark expand every
-                 # record into one row per distinct column before the shuffle (same counts: both skip nulls)
-                 F.count(F.lit(1)).alias("records"), F.size(F.collect_set("case_id")).alias("cases"),
-                 F.size(F.collect_set("run_id")).alias("runs"),
-                 F.sum(F.when(F.col("verdict") == "pass", 1).otherwise(0)).alias("passes"),
-                 F.sum(F.when(F.col("verdict").isin(*DECIDED), 1).otherwise(0)).alias("decided"),
-                 F.collect_set(F.when(F.col("verdict") == "pass", F.col("case_id"))).alias("_passed"),
-                 F.collect_set(F.when(F.col("verdict") == "fail", F.col("case_id"))).alias("_failed"),
-                 F.min(worst).alias("worst"))
-            .withColumn("flaky", F.size(F.array_intersect("_passed", "_failed")) > 0)
+                 F.sum("records").alias("records"), F.count("case_id").alias("cases"),
+                 F.size(F.array_distinct(F.flatten(F.collect_list("runs")))).alias("runs"),
+                 F.sum("n_pass").alias("passes"), F.sum(F.col("n_pass") + F.col("n_fail")).alias("decided"),
+                 F.max(both).alias("flaky"), F.min("worst").alias("worst"))
             .withColumn("verdict", _unrank("_v")).withColumn("spec_verdict", _unrank("_s")).withColumn("vendor_verdict", _unrank("_d"))
             .withColumn("pass_rate", F.when(F.col("decided") > 0, F.col("passes") / F.col("decided")))
             .withColumn("state", F.when(F.col("flaky"), F.lit("flaky")).otherwise(F.col("verdict")))
-            .select("column", "config", "product", "version", "protocol", "queue_type", "requirement", "level", "area", "verdict",
+            .select(*CELL_KEYS, "verdict",
                     "state", "flaky", "spec_verdict", "vendor_verdict", "records", "cases", "runs", "passes", "decided", "pass_rate",
                     F.col("worst.case_id").alias("case_id"), F.col("worst.expected").alias("expected"),
                     F.col("worst.observed").alias("observed"), F.col("worst.wire_trace").alias("wire_trace"),
@@ -89,30 +74,16 @@ def scores(cells: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
     return sorted(out, key=lambda a: (a["column"], a[by]))
 
 
-def flakiness(records: Any) -> list[dict[str, Any]]:
+def flakiness(cases: Any) -> list[dict[str, Any]]:
     """Per target column and case: how often it passed over its repetitions (pass and fail only);
     flaky when it both passed and failed (only cases decided more than once)."""
     from pyspark.sql import functions as F
 
-    df = (records.filter(F.col("verdict").isin(*DECIDED))
-          .groupBy("column", "requirement", "level", "case_id")
-          .agg(F.count(F.lit(1)).alias("repetitions"), F.sum(F.when(F.col("verdict") == "pass", 1).otherwise(0)).alias("passes"))
-          .filter(F.col("repetitions") > 1)
+    df = (cases.withColumn("repetitions", F.col("n_pass") + F.col("n_fail")).filter(F.col("repetitions") > 1)
+          .select("column", "requirement", "level", "case_id", "repetitions", F.col("n_pass").alias("passes"))
           .withColumn("pass_rate", F.col("passes") / F.col("repetitions"))
           .withColumn("flaky", (F.col("passes") > 0) & (F.col("passes") < F.col("repetitions"))))
     return sorted(rows(df), key=lambda r: (not r["flaky"], r["pass_rate"], r["column"], r["case_id"]))
-
-
-def durations(records: Any) -> list[dict[str, Any]]:
-    from pyspark.sql import functions as F
-
-    df = (records.filter(F.col("duration_s").isNotNull()).groupBy("column", "area")
-          .agg(F.count(F.lit(1)).alias("cases"), F.mean("duration_s").alias("mean_s"),
-               # one digest for both quantiles (two calls build two digests per group)
-               F.percentile_approx("duration_s", [0.5, 0.95]).alias("_q"),
-               F.max("duration_s").alias("max_s"), F.sum("duration_s").alias("total_s"))
-          .select("column", "area", "cases", "mean_s", F.col("_q")[0].alias("p50_s"), F.col("_q")[1].alias("p95_s"), "max_s", "total_s"))
-    return sorted(rows(df), key=lambda r: (r["column"], r["area"]))
 
 
 def compare(baseline: list[dict[str, Any]], current: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -7,8 +7,8 @@ cases (queue-type variants, ack modes) are few: each is shown at its latest atte
 attempts it had and their verdicts. The content comes from :func:`conformance.explain.sections`,
 so the page and the console can never tell two different stories.
 
-The Spark side (:func:`latest_cases_df`) is one aggregation over the records already cached for the
-matrix: one row per (cell, case), collected; the pages are written by plain Python afterwards.
+The Spark side is the per-case rows of the one pass over the files (reports.groupings), which
+carry each case's latest attempt: collected, then the pages are written by plain Python.
 """
 
 from __future__ import annotations
@@ -22,47 +22,28 @@ from reports.schema import VERDICTS
 
 #: The folder of the pages inside the report folder (relative links keep the report one offline folder).
 PAGES_DIR = "cases"
-#: Record fields a page shows, carried in the latest attempt's struct (order: finished_at first,
-#: so the struct's maximum is the latest attempt; attempt and run id break ties).
-LATEST_FIELDS = ("run_id", "attempt", "verdict", "spec_verdict", "vendor_verdict", "expected", "observed",
-                 "reason", "citation", "variant", "duration_s", "level", "history", "wire_trace")
-#: Columns ingest keeps for the pages beyond the matrix's own (reports.ingest.USED). Target,
-#: adapter and profile (for the rerun command) come from each run's run.json instead: three more
-#: columns in the cache of every record cost the million-record benchmark more than a few hundred
-#: small files read once.
-PAGE_COLUMNS = ("variant", "history")
-
-
 def page_path(cell: dict[str, Any]) -> str:
     """``cases/<cell anchor>.html``: the link of a matrix cell, stable across reports."""
     raw = f"{cell['requirement']}-{cell['column']}"
     return f"{PAGES_DIR}/" + "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in raw) + ".html"
 
 
-def latest_cases_df(records: Any) -> Any:
-    """Per cell and case: the latest attempt's fields, the number of attempts and their verdicts."""
-    from pyspark.sql import functions as F
-
-    counts = [F.sum(F.when(F.col("verdict") == v, 1).otherwise(0)).alias(f"n_{v}") for v in VERDICTS]
-    # max_by compares the small ordering key only, not every field of the struct it returns
-    return (records.groupBy("column", "requirement", "case_id")
-            .agg(F.max_by(F.struct(*[F.col(f) for f in LATEST_FIELDS]), F.struct("finished_at", "attempt", "run_id")).alias("latest"),
-                 F.count(F.lit(1)).alias("attempts"), *counts))
-
-
-def case_rows(df: Any, runs: dict[str, dict[str, Any]] | None = None) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def case_rows(cases: Any, runs: dict[str, dict[str, Any]] | None = None) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """(requirement, column) -> the cell's cases, each a record as results.jsonl holds it (for explain).
 
-    ``runs``: run id -> its run.json (target, adapter, profile for the rerun command)."""
+    ``cases``: the per-case rows (reports.groupings), which carry each case's latest attempt.
+    ``runs``: run id -> its run.json (target, adapter, profile for the rerun command): target,
+    adapter and profile come from there rather than from every record, which would cost the
+    million-record pass three more columns for a few hundred small files read once."""
     runs = runs or {}
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in df.collect():
+    for row in cases.select("column", "requirement", "case_id", "latest", "records", *[f"n_{v}" for v in VERDICTS]).collect():
         latest = row["latest"].asDict()
         meta = runs.get(str(latest.get("run_id")), {})
         record = {**latest, "case_id": row["case_id"], "requirement": row["requirement"],
                   "target": meta.get("target"), "adapter": meta.get("adapter"), "profile": meta.get("profile"),
                   "history": _json_list(latest.get("history")), "wire_trace": _lines(latest.get("wire_trace")),
-                  "attempts": row["attempts"], "verdict_counts": {v: row[f"n_{v}"] for v in VERDICTS if row[f"n_{v}"]}}
+                  "attempts": row["records"], "verdict_counts": {v: row[f"n_{v}"] for v in VERDICTS if row[f"n_{v}"]}}
         out.setdefault((row["requirement"], row["column"]), []).append(record)
     for cases in out.values():
         cases.sort(key=lambda r: str(r["case_id"]))

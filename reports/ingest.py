@@ -20,21 +20,16 @@ from conformance.mutations import RELAYS
 from reports.schema import REQUIRED, RESULT_SCHEMAS, spark_schema
 
 RESULTS_FILE = "results.jsonl"
-#: The record fields the report and the gate read (reports.analysis, reports.report); typed
-#: (non-string) fields stay so that a line with a value of the wrong type is still quarantined.
-USED = ("schema", "run_id", "case_id", "requirement", "level", "area", "queue_type", "verdict", "spec_verdict",
-        "vendor_verdict", "reason", "citation", "expected", "observed", "duration_s", "attempt", "finished_at",
-        "product", "version", "protocol", "mutation", "wire_trace",
-        # issue 22: what a cell's case page shows besides (reports.case_pages.PAGE_COLUMNS)
-        "variant", "history")
 
 
 @dataclass
 class Ingested:
-    records: Any  # DataFrame of good records
+    cases: Any  # DataFrame, one row per case of the good records (reports.groupings), cached
     counts: dict[str, int] = field(default_factory=dict)  # ok / quarantined / mutated
     quarantined_examples: list[dict[str, str]] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    durations: list[dict[str, Any]] = field(default_factory=list)  # per target column and area
+    run_ids: dict[str, set[str]] = field(default_factory=dict)  # results file -> run ids of its good records
 
 
 def result_files(paths: list[str]) -> list[str]:
@@ -61,8 +56,12 @@ def result_files(paths: list[str]) -> list[str]:
     return out
 
 
-def ingest(spark: Any, paths: list[str]) -> Ingested:
+def ingest(spark: Any, paths: list[str], *, durations: bool = True, run_ids: bool = True) -> Ingested:
+    """One pass over the results files (reports.groupings): the figures' groupings, the counts by
+    status and the quarantine examples; a record of an unknown schema version is refused."""
     from pyspark.sql import functions as F
+
+    from reports.groupings import compute
 
     files = result_files(paths)
     raw = (spark.read.schema(spark_schema()).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
@@ -75,22 +74,20 @@ def ingest(spark: Any, paths: list[str]) -> Ingested:
               .when(~F.col("schema").isin(*RESULT_SCHEMAS), F.lit("unknown-schema"))
               .when(F.col("mutation").isNotNull() & ~F.col("mutation").isin(*RELAYS), F.lit("mutated"))
               .otherwise(F.lit("ok")))
-    # One parse of the files, cached: the counts, the quarantine examples and every figure read it.
-    # (Spark also refuses a query on the corrupt-record column of an uncached JSON scan.)
-    # Only what a figure reads is cached (not the history, target, adapter...): the cache is built
-    # from every line, so each dropped column is work saved per record. A string column never makes
-    # a line corrupt (any JSON value reads as text), so dropping one changes no quarantine decision.
-    tagged = raw.withColumn("status", status).select(*USED, "_corrupt", "source", "status").cache()
-    counts = {r["status"]: int(r["count"]) for r in tagged.groupBy("status").count().collect()}
-    if counts.get("unknown-schema"):
-        bad = tagged.filter(F.col("status") == "unknown-schema").select("schema", "source").first()
-        raise UsageError(f"{bad['source']}: unknown result schema {bad['schema']!r} (this pipeline reads {', '.join(RESULT_SCHEMAS)})")
-    examples = [{"source": r["source"], "line": (r["_corrupt"] or "")[:200]}
-                for r in tagged.filter(F.col("status") == "quarantined").select("source", "_corrupt").limit(5).collect()]
-    good = tagged.filter(F.col("status") == "ok").drop("_corrupt", "status")
-    good = good.withColumn("queue_type", F.coalesce(F.col("queue_type"), F.lit("-")))
-    good = good.withColumn("column", F.concat_ws(" ", F.col("product"), F.col("version"), F.col("protocol"), F.col("queue_type")))
-    good = good.withColumn("config", F.concat_ws(" ", F.col("product"), F.col("protocol"), F.col("queue_type")))
-    for key in ("ok", "quarantined", "mutated"):
-        counts.setdefault(key, 0)
-    return Ingested(good, counts, examples, files)
+    tagged = raw.withColumn("status", status)
+    tagged = tagged.withColumn("queue_type", F.coalesce(F.col("queue_type"), F.lit("-")))
+    tagged = tagged.withColumn("column", F.concat_ws(" ", F.col("product"), F.col("version"), F.col("protocol"), F.col("queue_type")))
+    tagged = tagged.withColumn("config", F.concat_ws(" ", F.col("product"), F.col("protocol"), F.col("queue_type")))
+    groups = compute(tagged, durations=durations, run_ids=run_ids)
+    counts = {key: 0 for key in ("ok", "quarantined", "mutated")}
+    examples: list[dict[str, str]] = []
+    run_ids: dict[str, set[str]] = {}
+    for s in sorted(groups.sources, key=lambda s: (str(s["source"]), str(s["status"]), str(s["run_id"]))):
+        counts[s["status"]] = counts.get(s["status"], 0) + s["lines"]
+        if s["status"] == "unknown-schema":
+            raise UsageError(f"{s['source']}: unknown result schema {s['schema']!r} (this pipeline reads {', '.join(RESULT_SCHEMAS)})")
+        if s["status"] == "quarantined":
+            examples += [{"source": s["source"], "line": line[:200]} for line in s["examples"]]
+        if s["status"] == "ok" and s["source"] is not None:
+            run_ids.setdefault(s["source"], set()).add(s["run_id"] or "?")
+    return Ingested(groups.cases, counts, examples[:5], files, groups.durations, run_ids)

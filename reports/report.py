@@ -19,15 +19,15 @@ KILLMATRIX_FILE = "killmatrix.json"
 
 def figures(spark: Any, paths: list[str]) -> tuple[dict[str, Any], Ingested]:
     """Everything the outputs show, from the runs under ``paths`` (one Spark job graph)."""
-    data = ingest(spark, paths)
-    cells_df = analysis.cells_df(data.records).cache()
+    data = ingest(spark, paths, run_ids=False)
+    cells_df = analysis.cells_df(data.cases).cache()
     cells = analysis.rows(cells_df)
     result: dict[str, Any] = {
         "cells": sorted(cells, key=lambda c: (c["requirement"], c["column"])),
         "area_scores": analysis.scores(cells, "area"),
         "level_scores": analysis.scores(cells, "level"),
-        "flakiness": analysis.flakiness(data.records),
-        "durations": analysis.durations(data.records),
+        "flakiness": analysis.flakiness(data.cases),
+        "durations": sorted(data.durations, key=lambda r: (r["column"], r["area"])),
         "summary": {"records": data.counts["ok"], "quarantined": data.counts["quarantined"], "mutated": data.counts["mutated"],
                     "sources": len(data.sources), "quarantined_examples": data.quarantined_examples},
     }
@@ -40,13 +40,12 @@ def cells(spark: Any, paths: list[str]) -> tuple[list[dict[str, Any]], dict[str,
     figures), and the run ids whose records each results file holds (a folder run into twice holds two)."""
     from urllib.parse import unquote, urlsplit
 
-    data = ingest(spark, paths)
+    data = ingest(spark, paths, durations=False)
     ids: dict[str, set[str]] = {}
-    for r in data.records.select("source", "run_id").distinct().collect():
-        src = r["source"]
+    for src, runs in data.run_ids.items():
         key = unquote(urlsplit(src).path) if src.startswith("file:") else src
-        ids.setdefault(key, set()).add(r["run_id"] or "?")
-    return analysis.rows(analysis.cells_df(data.records)), ids
+        ids.setdefault(key, set()).update(runs)
+    return analysis.rows(analysis.cells_df(data.cases)), ids
 
 
 def killmatrices(paths: list[str]) -> list[dict[str, Any]]:
@@ -144,7 +143,7 @@ def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, mas
         result["rule_coverage"] = rule_coverage()
         result["suite_version"] = __version__
         stages.next("each cell's cases")
-        cases = case_pages.case_rows(case_pages.latest_cases_df(data.records), page_runs(files, spark))
+        cases = case_pages.case_rows(data.cases, page_runs(files, spark))
         stages.next("write Parquet and CSV")
         out.mkdir(parents=True, exist_ok=True)
         cells_df = result.pop("_cells_df")

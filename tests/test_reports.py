@@ -133,6 +133,98 @@ def test_flakiness_scores_and_durations(spark: Any, tmp_path: Path) -> None:
     assert result["durations"][0]["cases"] == 8
 
 
+def _reference(lines: list[str]) -> dict[str, Any]:
+    """The report's figures computed the obvious way, record by record in plain Python: what the
+    one-pass Spark pipeline (reports.groupings) must agree with."""
+    from reports.schema import VERDICTS
+
+    rank = {v: i for i, v in enumerate(VERDICTS)}
+    good, bad, mutated = [], 0, 0
+    for line in lines:
+        try:
+            r = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if any(r.get(k) is None for k in ("requirement", "level", "area", "verdict")):
+            bad += 1
+        elif r.get("mutation") not in (None, "probe"):
+            mutated += 1
+        else:
+            good.append(r)
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    per_case: dict[tuple[str, str, Any], list[str]] = {}
+    for r in good:
+        qt = r.get("queue_type") or "-"
+        column = " ".join(str(x) for x in (r["product"], r["version"], r["protocol"], qt))
+        c = cells.setdefault((r["requirement"], column), {"records": 0, "cases": set(), "runs": set(), "passes": 0, "decided": 0,
+                                                          "v": 99, "s": 99, "d": 99, "worst": None})
+        c["records"] += 1
+        c["cases"].add(r["case_id"]) if r["case_id"] is not None else None
+        c["runs"].add(r["run_id"])
+        c["passes"] += r["verdict"] == "pass"
+        c["decided"] += r["verdict"] in ("pass", "fail")
+        v = rank.get(r["verdict"], len(VERDICTS))
+        key = (v, r["case_id"] or "", r["expected"] or "", r["observed"] or "")
+        c["worst"] = key if c["worst"] is None or key < c["worst"] else c["worst"]
+        c["v"], c["s"], c["d"] = min(c["v"], v), min(c["s"], rank.get(r["spec_verdict"], 7)), min(c["d"], rank.get(r["vendor_verdict"], 7))
+        per_case.setdefault((column, r["requirement"], r["case_id"]), []).append(r["verdict"])
+    names = (*VERDICTS, "none")
+    out = {}
+    for (req, column), c in cells.items():
+        flaky = any("pass" in vs and "fail" in vs for (col, rq, case), vs in per_case.items() if (rq, col) == (req, column) and case is not None)
+        out[(req, column)] = {"verdict": names[c["v"]], "spec_verdict": names[c["s"]], "vendor_verdict": names[c["d"]], "records": c["records"],
+                              "cases": len(c["cases"]), "runs": len(c["runs"]), "passes": c["passes"], "decided": c["decided"], "flaky": flaky,
+                              "case_id": c["worst"][1] or None, "observed": c["worst"][3]}
+    flakiness = sorted((col, rq, case, len([v for v in vs if v in ("pass", "fail")]), vs.count("pass"))
+                       for (col, rq, case), vs in per_case.items() if len([v for v in vs if v in ("pass", "fail")]) > 1)
+    return {"cells": out, "ok": len(good), "quarantined": bad, "mutated": mutated, "flakiness": flakiness,
+            "durations": sorted((" ".join(str(x) for x in (r["product"], r["version"], r["protocol"], r.get("queue_type") or "-")), r["area"])
+                                for r in good if r.get("duration_s") is not None)}
+
+
+def test_the_one_pass_figures_equal_a_plain_python_reading_of_the_records(spark: Any, tmp_path: Path) -> None:
+    """Random records over several runs, with repetitions, flaky cases, nulls, self-test records
+    and damaged lines: every cell, count, flakiness row and duration group Spark reports is what
+    reading the lines one by one gives (issue 20 moved the figures to a single pass)."""
+    import random
+    from collections import Counter
+
+    from reports.report import figures
+
+    rnd = random.Random(20)
+    folders, all_lines = [], []
+    for run in range(6):
+        lines = []
+        version = rnd.choice(["3.10.8", "3.13.7"])
+        for _ in range(rnd.randint(20, 60)):
+            req, qt = rnd.choice(["ACK-A", "ACK-B", "LIMIT-X", "TX-Y"]), rnd.choice(["classic", "quorum", None])
+            verdict = rnd.choice(["pass", "pass", "pass", "fail", "deviation", "unsupported", "error"])
+            extra: dict[str, Any] = {}
+            if rnd.random() < 0.1:
+                extra["mutation"] = rnd.choice(["acks-dropped", "probe"])
+            r = rec(req, verdict, qt=qt, version=version, run=f"run{run}", area=req.split("-")[0].lower(), spec=rnd.choice([verdict, "fail"]),
+                    case=rnd.choice([None, f"case-{rnd.randint(0, 2)}"]) or f"{req}::c", duration_s=rnd.choice([None, rnd.random()]),
+                    observed=f"obs-{rnd.randint(0, 9)}", finished_at=rnd.random(), **extra)
+            if rnd.random() < 0.05:
+                r["case_id"] = None
+            lines.append(json.dumps(r))
+        lines += ["not json", '{"schema": "conformance.result/1", "requirement": "ACK-A"}'][: rnd.randint(0, 2)]
+        folders.append(run_dir(tmp_path, f"run{run}", [json.loads(x) for x in lines if x.startswith("{") and '"verdict"' in x],
+                               extra_lines=[x for x in lines if not (x.startswith("{") and '"verdict"' in x)]))
+        all_lines += [x for x in (Path(folders[-1]) / "results.jsonl").read_text().splitlines() if x]
+    want = _reference(all_lines)
+    got, _ = figures(spark, folders)
+    got.pop("_cells_df")
+    assert (got["summary"]["records"], got["summary"]["quarantined"], got["summary"]["mutated"]) == (want["ok"], want["quarantined"], want["mutated"])
+    fields = ("verdict", "spec_verdict", "vendor_verdict", "records", "cases", "runs", "passes", "decided", "flaky", "case_id", "observed")
+    assert {(c["requirement"], c["column"]): {f: c[f] for f in fields} for c in got["cells"]} == want["cells"]
+    assert sorted((f["column"], f["requirement"], f["case_id"], f["repetitions"], f["passes"]) for f in got["flakiness"]) == want["flakiness"]
+    counted = Counter(want["durations"])
+    assert {(d["column"], d["area"]): d["cases"] for d in got["durations"]} == dict(counted)
+    assert all(d["p50_s"] <= d["p95_s"] <= d["max_s"] for d in got["durations"])
+
+
 def test_baseline_differences(spark: Any, tmp_path: Path) -> None:
     from reports.analysis import compare
     from reports.report import figures
