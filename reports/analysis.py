@@ -24,7 +24,8 @@ def _unrank(col: str) -> Any:
 
 def cells_df(cases: Any) -> Any:
     """target column x requirement, from the per-case rows (reports.groupings): the worst verdict
-    (spec and vendor apart), pass rate, the worst case's expected/observed/trace for the report's link.
+    (spec and vendor apart), pass rate, and for the report's link the worst case's expected/observed/
+    trace (of its latest attempt with that verdict).
 
     ``flaky`` is set when one case of the cell both passed and failed over its repetitions (attempts
     of ``--repeat`` or several runs): ``verdict`` stays the worst (scores count it as failing), and

@@ -165,7 +165,8 @@ def _reference(lines: list[str]) -> dict[str, Any]:
         c["passes"] += r["verdict"] == "pass"
         c["decided"] += r["verdict"] in ("pass", "fail")
         v = rank.get(r["verdict"], len(VERDICTS))
-        key = (v, r["case_id"] or "", r["expected"] or "", r["observed"] or "")
+        # the cell shows its worst verdict's case's latest record (case id, then latest attempt)
+        key = (v, r["case_id"] or "", -r["finished_at"], -r["attempt"], r["run_id"], r["observed"] or "")
         c["worst"] = key if c["worst"] is None or key < c["worst"] else c["worst"]
         c["v"], c["s"], c["d"] = min(c["v"], v), min(c["s"], rank.get(r["spec_verdict"], 7)), min(c["d"], rank.get(r["vendor_verdict"], 7))
         per_case.setdefault((column, r["requirement"], r["case_id"]), []).append(r["verdict"])
@@ -175,7 +176,7 @@ def _reference(lines: list[str]) -> dict[str, Any]:
         flaky = any("pass" in vs and "fail" in vs for (col, rq, case), vs in per_case.items() if (rq, col) == (req, column) and case is not None)
         out[(req, column)] = {"verdict": names[c["v"]], "spec_verdict": names[c["s"]], "vendor_verdict": names[c["d"]], "records": c["records"],
                               "cases": len(c["cases"]), "runs": len(c["runs"]), "passes": c["passes"], "decided": c["decided"], "flaky": flaky,
-                              "case_id": c["worst"][1] or None, "observed": c["worst"][3]}
+                              "case_id": c["worst"][1] or None, "observed": c["worst"][5]}
     flakiness = sorted((col, rq, case, len([v for v in vs if v in ("pass", "fail")]), vs.count("pass"))
                        for (col, rq, case), vs in per_case.items() if len([v for v in vs if v in ("pass", "fail")]) > 1)
     return {"cells": out, "ok": len(good), "quarantined": bad, "mutated": mutated, "flakiness": flakiness,
