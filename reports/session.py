@@ -35,6 +35,16 @@ logger.parquet.name = org.apache.parquet
 logger.parquet.level = error
 """
 
+#: SQL settings of the pipeline's session, in every mode (local, cluster, Spark Connect).
+SQL_CONF = {
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.session.timeZone": "UTC",
+    # The one pass (reports.groupings) keeps a digest, a set and a struct per case and target:
+    # past 128 groups per task Spark would otherwise re-sort every input row by key (35 s instead
+    # of 24 s for the pass at a million records). 100k groups of small buffers fit easily.
+    "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "100000",
+}
+
 _log_path: Path | None = None
 #: Set when a pipeline run failed: its Spark log outlives the process (named on stderr).
 _keep_log = False
@@ -65,23 +75,22 @@ def spark_session(master: str | None = None, *, ui: bool = False, app: str = "co
     master = master or os.environ.get("CONFORMANCE_SPARK_MASTER") or "local[*]"
     if master.startswith("sc://"):
         try:
-            return SparkSession.builder.remote(master).appName(app).getOrCreate()
+            remote = SparkSession.builder.remote(master).appName(app).getOrCreate()
         except ImportError as exc:
             raise UsageError(f"Spark Connect ({master}) needs pip install 'pyspark[connect]': {exc}") from None
+        for key, value in SQL_CONF.items():  # the server's session is ours to set; its JVM is not
+            remote.conf.set(key, value)
+        return remote
     if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
         raise UsageError("Spark needs Java 17+ (apt-get install openjdk-17-jre-headless) or a Spark Connect URL (--spark-master sc://...)")
     builder = (
         SparkSession.builder.master(master).appName(app)
         .config("spark.ui.enabled", str(ui).lower())
-        .config("spark.sql.shuffle.partitions", "8")
-        # The one pass (reports.groupings) keeps a digest, a set and two structs per case and
-        # target: past 128 groups per task Spark would otherwise re-sort every input row by key
-        # (35 s instead of 24 s at a million records). 100k groups of small buffers fit easily.
-        .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "100000")
-        .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("CONFORMANCE_SPARK_DRIVER_MEMORY", "4g"))
         .config("spark.ui.showConsoleProgress", "false")
     )
+    for key, value in SQL_CONF.items():
+        builder = builder.config(key, value)
     if not verbose:
         _launch_quiet_gateway(builder)
     spark = builder.getOrCreate()
