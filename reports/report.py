@@ -20,7 +20,7 @@ KILLMATRIX_FILE = "killmatrix.json"
 def figures(spark: Any, paths: list[str]) -> tuple[dict[str, Any], Ingested]:
     """Everything the outputs show, from the runs under ``paths`` (one Spark job graph)."""
     data = ingest(spark, paths, run_ids=False)
-    cells_df = analysis.cells_df(data.cases).cache()
+    cells_df = analysis.cells_df(data.cases)
     cells = analysis.rows(cells_df)
     result: dict[str, Any] = {
         "cells": sorted(cells, key=lambda c: (c["requirement"], c["column"])),
@@ -123,6 +123,7 @@ def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, mas
     from reports.ingest import result_files
     from reports.render import column_title
     from reports.session import spark_run
+    from reports.tables import columns_of, write_tables
 
     files, base_files = result_files(paths), result_files(baseline or [])  # a bad path is a one-line error before Spark starts
     stages = _Stages(progress, ["start Spark", "read the records, compute the matrix", "read the runs' status", *(["the baseline"] if baseline else []),
@@ -144,11 +145,10 @@ def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, mas
         result["suite_version"] = __version__
         stages.next("each cell's cases")
         cases = case_pages.case_rows(data.cases, page_runs(files, spark))
-        stages.next("write Parquet and CSV")
-        out.mkdir(parents=True, exist_ok=True)
-        cells_df = result.pop("_cells_df")
-        cells_df.drop("wire_trace").coalesce(1).write.mode("overwrite").parquet(str(out / "matrix.parquet"))
-        cells_df.drop("wire_trace", "expected", "observed").coalesce(1).write.mode("overwrite").option("header", True).csv(str(out / "matrix.csv"))
+        columns = columns_of(result.pop("_cells_df"))
+    stages.next("write Parquet and CSV")
+    out.mkdir(parents=True, exist_ok=True)
+    write_tables(result["cells"], columns, out)
     stages.next("write HTML, Markdown, JSON and the case pages")
     (out / "report.html").write_text(render_html(result))
     (out / "summary.md").write_text(render_markdown(result))

@@ -294,6 +294,15 @@ def test_report_outputs_and_the_page_in_a_real_browser(spark: Any, tmp_path: Pat
     for name in ("report.html", "summary.md", "matrix.json"):
         assert (out / name).stat().st_size > 0
     assert list((out / "matrix.parquet").glob("*.parquet")) and list((out / "matrix.csv").glob("*.csv"))
+    # the tables hold the matrix.json cells, read back as Spark reads such folders (written by the
+    # driver: a report on a remote cluster must find them in --out, not on the cluster's disks)
+    cells = json.loads((out / "matrix.json").read_text())["cells"]
+    table = spark.read.parquet(str(out / "matrix.parquet"))
+    assert "wire_trace" not in table.columns and dict(table.dtypes)["records"] == "bigint" and dict(table.dtypes)["flaky"] == "boolean"
+    assert sorted((r["requirement"], r["column"], r["verdict"], r["records"]) for r in table.collect()) == \
+        sorted((c["requirement"], c["column"], c["verdict"], c["records"]) for c in cells)
+    csv_rows = spark.read.option("header", True).csv(str(out / "matrix.csv")).collect()
+    assert len(csv_rows) == len(cells) and "expected" not in csv_rows[0].asDict() and {r["flaky"] for r in csv_rows} <= {"true", "false"}
     page = (out / "report.html").read_text()
     assert "<script>x</script>" not in page and "&lt;script&gt;" in page  # traces are escaped
     assert "http" not in page.split("<body>")[0]  # nothing loaded from a network

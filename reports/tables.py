@@ -1,0 +1,55 @@
+"""matrix.parquet and matrix.csv, written by the driver from the cells it already collected.
+
+Why not ``DataFrame.write``: on a cluster or a Spark Connect server, Spark writes where its
+executors run, so a report pointed at a remote master left its Parquet and CSV on the cluster's
+disks, not in ``--out``. The cells (targets x requirements) are collected anyway, and writing them
+here also saves two Spark jobs per report. The folder layout stays Spark's (``matrix.parquet/``
+holding one part file), so whatever read those folders before reads them still.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+from typing import Any
+
+#: Spark's simple type names (DataFrame.schema) -> Arrow types; anything else is kept as text.
+_ARROW = {"string": "string", "bigint": "int64", "int": "int32", "double": "float64", "boolean": "bool_"}
+
+
+def columns_of(df: Any) -> list[tuple[str, str]]:
+    """(name, Spark simple type) of a DataFrame's columns: the tables keep the Spark schema."""
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+
+def write_tables(cells: list[dict[str, Any]], columns: list[tuple[str, str]], out: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parquet_cols = [(n, t) for n, t in columns if n != "wire_trace"]
+    csv_cols = [n for n, _ in parquet_cols if n not in ("expected", "observed")]
+    schema = pa.schema([(n, getattr(pa, _ARROW.get(t, "string"))()) for n, t in parquet_cols])
+    table = pa.table({n: [_cast(c.get(n), t) for c in cells] for n, t in parquet_cols}, schema=schema)
+    for folder in (out / "matrix.parquet", out / "matrix.csv"):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    pq.write_table(table, out / "matrix.parquet" / "part-00000.parquet")
+    with (out / "matrix.csv" / "part-00000.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(csv_cols)
+        for c in cells:
+            w.writerow([_text(c.get(n)) for n in csv_cols])
+
+
+def _cast(value: Any, spark_type: str) -> Any:
+    return value if value is None or spark_type in _ARROW else str(value)
+
+
+def _text(value: Any) -> str:
+    """A CSV field as Spark's CSV writer gave it (empty for null, true/false)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
