@@ -24,7 +24,7 @@ class Cleanup(Connections):
         self._connections[:0] = other._connections
         self.proxies[:0] = other.proxies
         self._n = max(self._n, other._n)
-        self.fault_at = other.fault_at
+        self.fault_at, self.fault_kind = other.fault_at, other.fault_kind
         other._queues, other._exchanges, other._connections, other.proxies = [], [], [], []
         other._closed = True
 

@@ -6,7 +6,8 @@ import time
 
 from conformance.api import QueueStats
 from conformance.context_waits import Waits
-from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout, TargetCannot
+from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout, QueueUnavailable, TargetCannot
+from conformance.replicas import CONFIRM_GAP_S, describe, reading
 
 
 class BrokerFaults(Waits):
@@ -28,7 +29,7 @@ class BrokerFaults(Waits):
         else:
             self.target.restart()
         self.history.add("nemesis", "restart" if not kill else "start", f"{self.target.name} accepting connections after {time.monotonic() - start:.1f}s")
-        self.fault_at = time.monotonic()
+        self.fault_at, self.fault_kind = time.monotonic(), "kill" if kill else "restart"
 
     def recovery_left(self, window: float) -> float:
         """What remains of a recovery ``window`` counted from the end of the fault (a shared fault
@@ -53,10 +54,42 @@ class BrokerFaults(Waits):
                     refused[:] = [f"{exc.code} {exc.text}"]
                 return False
 
+        deadline = time.monotonic() + timeout
         try:
             self.wait_for(answers, f"{queue} to answer after the restart", timeout)
         except OperationTimeout as exc:
             if refused:  # e.g. 404 NOT_FOUND: the broker is up and says the queue is gone
                 raise OperationTimeout(f"{exc}; the broker's last answer: {refused[0]}") from None
             raise
+        if self.fault_kind == "kill":
+            self._await_replicas(queue, deadline)
         return last[0]
+
+    def _await_replicas(self, queue: str, deadline: float) -> None:
+        """After kill -9, a queue that answers a declare may still have no leader to serve it: ask
+        the broker (when the target can) until a replica leads, or until its report says none can
+        (conformance.replicas), within the case's window. Only after a kill: a graceful restart
+        hands leadership over cleanly, and each report costs a CLI round trip (~0.7 s)."""
+        lost_at: float | None = None
+        said = ""
+        while True:
+            replicas = self.target.queue_replicas(queue) if self.target is not None else None
+            if replicas is None:  # no such capability, or not a replicated queue: the drain decides
+                return
+            state, text = reading(replicas), describe(replicas)
+            if text != said:
+                self.history.add("node", "queue replicas", f"{queue}: {text}")
+                said = text
+            now = time.monotonic()
+            if state == "leader":
+                return
+            if state == "lost":
+                lost_at = lost_at if lost_at is not None else now
+                if now - lost_at >= CONFIRM_GAP_S:
+                    raise QueueUnavailable(f"the broker reports no leader and no log in any replica of {queue}, "
+                                           f"on polls {now - lost_at:.1f}s apart ({text}): nothing left to elect")
+            else:
+                lost_at = None
+            if now >= deadline:
+                return
+            time.sleep(min(CONFIRM_GAP_S / 2, max(0.0, deadline - now)))  # a poll interval, bounded by the window

@@ -59,6 +59,8 @@ class ContextState:
         self.target = target
         #: When the broker last accepted connections again after a fault of this case (monotonic).
         self.fault_at: float | None = None
+        #: Which fault that was ("restart" or "kill").
+        self.fault_kind: str | None = None
         self.proxies: list[ProxyBase] = []
         self._closed = False
         self._connections: list[Connection] = []

@@ -46,6 +46,11 @@ class OperationTimeout(AdapterError):
     """A wait with a deadline expired (no delivery, no reply)."""
 
 
+class QueueUnavailable(OperationTimeout):
+    """The broker's own report says a queue cannot serve its messages (e.g. no replica holds a log
+    and none is being elected): waiting longer would not change the answer."""
+
+
 class PublishNotConfirmed(AdapterError):
     """The broker answered a confirmed publish with a nack (or returned it unroutable): it did not
     take the message. A replicated queue does so while it has no leader (issue 21)."""

@@ -152,7 +152,7 @@ def _run_batch(first: pytest.Item, first_case: Case, first_ctx: CaseContext, bat
     done = time.monotonic()
     shared = f"(one {batch.kind} shared by {len(served)} cases)"
     for _, p in served:
-        p.ctx.fault_at = done
+        p.ctx.fault_at, p.ctx.fault_kind = done, batch.kind
         if batch.kind == "kill":
             p.ctx.history.add("nemesis", "kill -9", f"{name} {shared}")
             p.ctx.history.add("nemesis", "start", f"{name} accepting connections after {secs:.1f}s {shared}")

@@ -19,9 +19,22 @@ from conformance.errors import TargetError
 from conformance.plugins import load_group
 from conformance.secrets import SecretUrl, redact, register_url
 
-__all__ = ["Target", "ExternalTarget", "redact", "make_target", "attach_target", "probe_tcp", "wait_until"]
+__all__ = ["Target", "Replica", "ExternalTarget", "redact", "make_target", "attach_target", "probe_tcp", "wait_until"]
 
 TARGET_GROUP = "conformance.targets"
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica of a replicated queue as the broker reports it (Raft-style queues: RabbitMQ's
+    quorum queues and streams, LavinMQ's and Artemis's replication report similar fields)."""
+
+    node: str
+    #: leader, follower, candidate, ... as the broker names it (lower case).
+    role: str
+    #: Entries in this replica's log, and its election term; None when the broker does not say.
+    log_index: int | None = None
+    term: int | None = None
 
 
 @dataclass
@@ -61,6 +74,12 @@ class Target(abc.ABC):
     def check_alive(self) -> str | None:
         """None when reachable, else a one-line cause. Used to tell broker death from a failing case."""
         return probe_tcp(self.url)
+
+    def queue_replicas(self, queue: str) -> list[Replica] | None:
+        """What the broker's own tooling says about ``queue``'s replicas (a replicated queue on a
+        target the suite launched and can administer), or None when it cannot say: no such
+        capability, not a replicated queue, or the tool did not answer."""
+        return None
 
     def __enter__(self) -> "Target":
         self.start()

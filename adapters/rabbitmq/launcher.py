@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 from conformance.errors import TargetError
 from conformance.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
-from conformance.targets import Target, free_port, wait_until
+from conformance.targets import Replica, Target, free_port, wait_until
 
 DEFAULT_HOME = "/usr/lib/rabbitmq"
 #: Erlang's distribution listener binds every address unless told otherwise (epmd: ERL_EPMD_ADDRESS).
@@ -300,6 +300,20 @@ class RabbitMQLocalNode(Target):
             return f"node {self.node} is not running" + (f" (exit code {code})" if code is not None else "")
         return None if amqp_ready(self.amqp_port) else f"node {self.node} does not answer on port {self.amqp_port}"
 
+    def queue_replicas(self, queue: str) -> list[Replica] | None:
+        """``rabbitmq-queues quorum_status`` of ``queue`` (default vhost) on this node: each
+        replica's Raft state, log index and term. None for a classic queue (the tool refuses it),
+        a node that does not answer within 15 s, or output this parser does not know."""
+        tool = self.home / "bin" / "rabbitmq-queues"
+        if self.dir is None or not tool.exists():
+            return None
+        try:
+            proc = subprocess.run([str(tool), "-n", self.node, "-q", "quorum_status", queue, "--formatter", "json"],
+                                  env=self._env(), capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return parse_quorum_status(proc.stdout) if proc.returncode == 0 else None
+
     def stop(self) -> None:
         """Stop the node, its helpers and epmd, and remove its directory: all done by the watchdog
         (the same path as when this process dies). An attached process leaves the node running."""
@@ -315,6 +329,23 @@ class RabbitMQLocalNode(Target):
         report = supervisor.stop_and_reap(started, f"RabbitMQ node {self.node}")
         if report.removed_dir:
             self.dir = None
+
+
+def parse_quorum_status(text: str) -> list[Replica] | None:
+    """The JSON ``rabbitmq-queues quorum_status --formatter json`` prints (3.8+: a list with "Node
+    Name", "Raft State", "Log Index", "Term" per replica); None for anything else."""
+    try:
+        rows = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) and "Node Name" in r and "Raft State" in r for r in rows):
+        return None
+
+    def number(value: object) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return [Replica(node=str(r["Node Name"]), role=str(r["Raft State"]).lower(), log_index=number(r.get("Log Index")),
+                    term=number(r.get("Term"))) for r in rows]
 
 
 def launch(**options: object) -> RabbitMQLocalNode:
