@@ -1,59 +1,78 @@
-"""The compliance figures, computed as Spark aggregations over any number of case records.
+"""The compliance figures, folded from the per-case table that one Spark pass made of the records.
 
-Every function takes the per-case rows of the good records (reports.groupings: one pass over the
-files made them) and returns small, collected Python data: the number of cells is targets x
-requirements however many records went in, so the rendering side never touches Spark.
+reports.groupings reads every record once, in Spark, into one row per (target column, requirement,
+case): however many records went in, that table is cases x targets, small enough to collect. The
+figures here fold those rows in plain Python. Why not more Spark aggregations: each is a job of its
+own (scheduling, planning, a shuffle), and at a million records the cells, flakiness and case pages
+took 4-5 s as Spark jobs over a table that Python folds in milliseconds; the report and the gate
+collect the table once instead. tests/test_reports.py checks the figures against a plain reading of
+the records themselves.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from reports.groupings import CELL_KEYS
 from reports.schema import VERDICTS
 
 #: Verdicts that decide something about the broker; a pass rate counts only these (an ``error`` is
 #: the suite or the infrastructure breaking: it neither passes nor fails the broker).
 DECIDED = ("pass", "fail")
+#: A rank past VERDICTS (a verdict this version does not know) shows as "none".
+NAMES = (*VERDICTS, "none")
 
 
-def _unrank(col: str) -> Any:
-    from pyspark.sql import functions as F
+def _nulls_first(value: Any) -> tuple[Any, ...]:
+    """A sort key ordering as Spark orders structs: null before any value, fields in turn."""
+    if value is None:
+        return (0,)
+    if isinstance(value, dict):
+        return (1, tuple(_nulls_first(v) for v in value.values()))
+    return (1, value)
 
-    return F.element_at(F.array(*[F.lit(v) for v in VERDICTS], F.lit("none")), F.col(col) + 1)
+
+def case_rows(cases_df: Any, *, latest: bool = True) -> list[dict[str, Any]]:
+    """The per-case table, collected (without each case's latest record when ``latest`` is False:
+    the gate does not show it, and it is the table's only large column)."""
+    cols = [c for c in cases_df.columns if latest or c != "latest"]
+    return [r.asDict(recursive=True) for r in cases_df.select(*cols).collect()]
 
 
-def cells_df(cases: Any) -> Any:
-    """target column x requirement, from the per-case rows (reports.groupings): the worst verdict
-    (spec and vendor apart), pass rate, and for the report's link the worst case's expected/observed/
-    trace (of its latest attempt with that verdict).
+def cells(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """target column x requirement: the worst verdict (spec and vendor apart), pass rate, and for the
+    report's link the worst case's expected/observed/trace (of its latest attempt with that verdict).
 
     ``flaky`` is set when one case of the cell both passed and failed over its repetitions (attempts
     of ``--repeat`` or several runs): ``verdict`` stays the worst (scores count it as failing), and
     ``state`` says ``flaky`` so that no output shows such a cell as plainly failing or passing; its
     ``passes``/``decided`` give the rate. Two variants of which one always fails are not flaky."""
-    from pyspark.sql import functions as F
-
-    from reports.groupings import CELL_KEYS
-
-    both = (F.col("n_pass") > 0) & (F.col("n_fail") > 0) & F.col("case_id").isNotNull()
-    return (cases.groupBy(*CELL_KEYS)
-            .agg(F.min("_v").alias("_v"), F.min("_s").alias("_s"), F.min("_d").alias("_d"),
-                 F.sum("records").alias("records"), F.count("case_id").alias("cases"),
-                 F.size(F.array_distinct(F.flatten(F.collect_list("runs")))).alias("runs"),
-                 F.sum("n_pass").alias("passes"), F.sum(F.col("n_pass") + F.col("n_fail")).alias("decided"),
-                 F.max(both).alias("flaky"), F.min("worst").alias("worst"))
-            .withColumn("verdict", _unrank("_v")).withColumn("spec_verdict", _unrank("_s")).withColumn("vendor_verdict", _unrank("_d"))
-            .withColumn("pass_rate", F.when(F.col("decided") > 0, F.col("passes") / F.col("decided")))
-            .withColumn("state", F.when(F.col("flaky"), F.lit("flaky")).otherwise(F.col("verdict")))
-            .select(*CELL_KEYS, "verdict",
-                    "state", "flaky", "spec_verdict", "vendor_verdict", "records", "cases", "runs", "passes", "decided", "pass_rate",
-                    F.col("worst.case_id").alias("case_id"), F.col("worst.expected").alias("expected"),
-                    F.col("worst.observed").alias("observed"), F.col("worst.wire_trace").alias("wire_trace"),
-                    F.col("worst.reason").alias("reason"), F.col("worst.citation").alias("citation")))
-
-
-def rows(df: Any) -> list[dict[str, Any]]:
-    return [r.asDict() for r in df.collect()]
+    acc: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for c in cases:
+        a = acc.get(tuple(c[k] for k in CELL_KEYS))
+        if a is None:
+            a = acc[tuple(c[k] for k in CELL_KEYS)] = {**{k: c[k] for k in CELL_KEYS}, "_v": c["_v"], "_s": c["_s"], "_d": c["_d"],
+                                                       "records": 0, "cases": 0, "_runs": set(), "passes": 0, "decided": 0, "flaky": False,
+                                                       "_worst": c["worst"]}
+        a["_v"], a["_s"], a["_d"] = min(a["_v"], c["_v"]), min(a["_s"], c["_s"]), min(a["_d"], c["_d"])
+        a["records"] += c["records"]
+        a["cases"] += c["case_id"] is not None
+        a["_runs"].update(c["runs"] or ())
+        a["passes"] += c["n_pass"]
+        a["decided"] += c["n_pass"] + c["n_fail"]
+        a["flaky"] = a["flaky"] or (c["n_pass"] > 0 and c["n_fail"] > 0 and c["case_id"] is not None)
+        if _nulls_first(c["worst"]) < _nulls_first(a["_worst"]):
+            a["_worst"] = c["worst"]
+    out = []
+    for a in acc.values():
+        worst = a.pop("_worst") or {}
+        verdict = NAMES[min(a.pop("_v"), len(VERDICTS))]
+        out.append({**{k: a[k] for k in CELL_KEYS}, "verdict": verdict, "state": "flaky" if a["flaky"] else verdict, "flaky": a["flaky"],
+                    "spec_verdict": NAMES[min(a.pop("_s"), len(VERDICTS))], "vendor_verdict": NAMES[min(a.pop("_d"), len(VERDICTS))],
+                    "records": a["records"], "cases": a["cases"], "runs": len(a.pop("_runs")), "passes": a["passes"], "decided": a["decided"],
+                    "pass_rate": a["passes"] / a["decided"] if a["decided"] else None,
+                    **{k: worst.get(k) for k in ("case_id", "expected", "observed", "wire_trace", "reason", "citation")}})
+    return out
 
 
 def scores(cells: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
@@ -75,16 +94,17 @@ def scores(cells: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
     return sorted(out, key=lambda a: (a["column"], a[by]))
 
 
-def flakiness(cases: Any) -> list[dict[str, Any]]:
+def flakiness(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per target column and case: how often it passed over its repetitions (pass and fail only);
     flaky when it both passed and failed (only cases decided more than once)."""
-    from pyspark.sql import functions as F
-
-    df = (cases.withColumn("repetitions", F.col("n_pass") + F.col("n_fail")).filter(F.col("repetitions") > 1)
-          .select("column", "requirement", "level", "case_id", "repetitions", F.col("n_pass").alias("passes"))
-          .withColumn("pass_rate", F.col("passes") / F.col("repetitions"))
-          .withColumn("flaky", (F.col("passes") > 0) & (F.col("passes") < F.col("repetitions"))))
-    return sorted(rows(df), key=lambda r: (not r["flaky"], r["pass_rate"], r["column"], r["case_id"]))
+    out = []
+    for c in cases:
+        repetitions = c["n_pass"] + c["n_fail"]
+        if repetitions > 1:
+            out.append({"column": c["column"], "requirement": c["requirement"], "level": c["level"], "case_id": c["case_id"],
+                        "repetitions": repetitions, "passes": c["n_pass"], "pass_rate": c["n_pass"] / repetitions,
+                        "flaky": 0 < c["n_pass"] < repetitions})
+    return sorted(out, key=lambda r: (not r["flaky"], r["pass_rate"], r["column"], str(r["case_id"])))
 
 
 def compare(baseline: list[dict[str, Any]], current: list[dict[str, Any]]) -> list[dict[str, Any]]:

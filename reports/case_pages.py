@@ -8,7 +8,8 @@ attempts it had and their verdicts. The content comes from :func:`conformance.ex
 so the page and the console can never tell two different stories.
 
 The Spark side is the per-case rows of the one pass over the files (reports.groupings), which
-carry each case's latest attempt: collected, then the pages are written by plain Python.
+carry each case's latest attempt: collected once for the whole report, then the pages are written
+by plain Python.
 """
 
 from __future__ import annotations
@@ -28,17 +29,18 @@ def page_path(cell: dict[str, Any]) -> str:
     return f"{PAGES_DIR}/" + "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in raw) + ".html"
 
 
-def case_rows(cases: Any, runs: dict[str, dict[str, Any]] | None = None) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def case_rows(cases: list[dict[str, Any]], runs: dict[str, dict[str, Any]] | None = None) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """(requirement, column) -> the cell's cases, each a record as results.jsonl holds it (for explain).
 
-    ``cases``: the per-case rows (reports.groupings), which carry each case's latest attempt.
+    ``cases``: the collected per-case rows (reports.analysis.case_rows), which carry each case's
+    latest attempt.
     ``runs``: run id -> its run.json (target, adapter, profile for the rerun command): target,
     adapter and profile come from there rather than from every record, which would cost the
     million-record pass three more columns for a few hundred small files read once."""
     runs = runs or {}
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in cases.select("column", "requirement", "case_id", "latest", "records", *[f"n_{v}" for v in VERDICTS]).collect():
-        latest = row["latest"].asDict()
+    for row in cases:
+        latest = dict(row["latest"] or {})
         meta = runs.get(str(latest.get("run_id")), {})
         record = {**latest, "case_id": row["case_id"], "requirement": row["requirement"],
                   "target": meta.get("target"), "adapter": meta.get("adapter"), "profile": meta.get("profile"),

@@ -18,26 +18,28 @@ KILLMATRIX_FILE = "killmatrix.json"
 
 
 def figures(spark: Any, paths: list[str]) -> tuple[dict[str, Any], Ingested]:
-    """Everything the outputs show, from the runs under ``paths`` (one Spark job graph)."""
+    """Everything the outputs show, from the runs under ``paths``: one Spark pass over the records,
+    the per-case table collected once (``result["_cases"]``, for the case pages too), folded here."""
     data = ingest(spark, paths, run_ids=False)
-    cells_df = analysis.cells_df(data.cases)
-    cells = analysis.rows(cells_df)
+    rows = analysis.case_rows(data.cases)
+    cells = analysis.cells(rows)
     result: dict[str, Any] = {
         "cells": sorted(cells, key=lambda c: (c["requirement"], c["column"])),
         "area_scores": analysis.scores(cells, "area"),
         "level_scores": analysis.scores(cells, "level"),
-        "flakiness": analysis.flakiness(data.cases),
+        "flakiness": analysis.flakiness(rows),
         "durations": sorted(data.durations, key=lambda r: (r["column"], r["area"])),
         "summary": {"records": data.counts["ok"], "quarantined": data.counts["quarantined"], "mutated": data.counts["mutated"],
                     "sources": len(data.sources), "quarantined_examples": data.quarantined_examples},
     }
-    result["_cells_df"] = cells_df
+    result["_cases"] = rows
     return result, data
 
 
 def cells(spark: Any, paths: list[str]) -> tuple[list[dict[str, Any]], dict[str, set[str]]]:
-    """Only the matrix cells of the runs under ``paths`` (what the gate needs; fewer Spark jobs than
-    figures), and the run ids whose records each results file holds (a folder run into twice holds two)."""
+    """Only the matrix cells of the runs under ``paths`` (what the gate needs: no durations, no
+    case's latest record), and the run ids whose records each results file holds (a folder run
+    into twice holds two)."""
     from urllib.parse import unquote, urlsplit
 
     data = ingest(spark, paths, durations=False)
@@ -45,7 +47,7 @@ def cells(spark: Any, paths: list[str]) -> tuple[list[dict[str, Any]], dict[str,
     for src, runs in data.run_ids.items():
         key = unquote(urlsplit(src).path) if src.startswith("file:") else src
         ids.setdefault(key, set()).update(runs)
-    return analysis.rows(analysis.cells_df(data.cases)), ids
+    return analysis.cells(analysis.case_rows(data.cases, latest=False)), ids
 
 
 def killmatrices(paths: list[str]) -> list[dict[str, Any]]:
@@ -123,7 +125,7 @@ def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, mas
     from reports.ingest import result_files
     from reports.render import column_title
     from reports.session import spark_run
-    from reports.tables import columns_of, write_tables
+    from reports.tables import write_tables
 
     files, base_files = result_files(paths), result_files(baseline or [])  # a bad path is a one-line error before Spark starts
     stages = _Stages(progress, ["start Spark", "read the records, compute the matrix", "read the runs' status", *(["the baseline"] if baseline else []),
@@ -144,11 +146,10 @@ def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, mas
         result["rule_coverage"] = rule_coverage()
         result["suite_version"] = __version__
         stages.next("each cell's cases")
-        cases = case_pages.case_rows(data.cases, page_runs(files, spark))
-        columns = columns_of(result.pop("_cells_df"))
+        cases = case_pages.case_rows(result.pop("_cases"), page_runs(files, spark))
     stages.next("write Parquet and CSV")
     out.mkdir(parents=True, exist_ok=True)
-    write_tables(result["cells"], columns, out)
+    write_tables(result["cells"], out)
     stages.next("write HTML, Markdown, JSON and the case pages")
     (out / "report.html").write_text(render_html(result))
     (out / "summary.md").write_text(render_markdown(result))

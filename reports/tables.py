@@ -14,16 +14,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-#: Spark's simple type names (DataFrame.schema) -> Arrow types; anything else is kept as text.
+#: The matrix's columns and their types (as Spark typed them when it computed the cells: the files
+#: read back the same), in order; matrix.parquet leaves out the trace, matrix.csv the texts too.
+COLUMNS = (("column", "string"), ("config", "string"), ("product", "string"), ("version", "string"), ("protocol", "string"),
+           ("queue_type", "string"), ("requirement", "string"), ("level", "string"), ("area", "string"), ("verdict", "string"),
+           ("state", "string"), ("flaky", "boolean"), ("spec_verdict", "string"), ("vendor_verdict", "string"), ("records", "bigint"),
+           ("cases", "bigint"), ("runs", "int"), ("passes", "bigint"), ("decided", "bigint"), ("pass_rate", "double"),
+           ("case_id", "string"), ("expected", "string"), ("observed", "string"), ("wire_trace", "string"), ("reason", "string"),
+           ("citation", "string"))
+#: Spark's simple type names -> Arrow types.
 _ARROW = {"string": "string", "bigint": "int64", "int": "int32", "double": "float64", "boolean": "bool_"}
 
 
-def columns_of(df: Any) -> list[tuple[str, str]]:
-    """(name, Spark simple type) of a DataFrame's columns: the tables keep the Spark schema."""
-    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
-
-
-def write_tables(cells: list[dict[str, Any]], columns: list[tuple[str, str]], out: Path) -> None:
+def write_tables(cells: list[dict[str, Any]], out: Path, columns: tuple[tuple[str, str], ...] = COLUMNS) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -43,7 +46,7 @@ def write_tables(cells: list[dict[str, Any]], columns: list[tuple[str, str]], ou
 
 
 def _cast(value: Any, spark_type: str) -> Any:
-    return value if value is None or spark_type in _ARROW else str(value)
+    return value if value is None or spark_type != "string" else str(value)
 
 
 def _text(value: Any) -> str:

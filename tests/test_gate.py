@@ -26,7 +26,7 @@ CONFIG = "RabbitMQ amqp-0-9-1 classic"
 
 
 def cell(req: str, state: str, *, level: str = "MUST", version: str = "3.11.0", passes: int = 0, decided: int = 0) -> dict[str, Any]:
-    """A matrix cell as reports.analysis.cells_df collects it ('flaky' is a failing verdict with the flag)."""
+    """A matrix cell as reports.analysis.cells folds it ('flaky' is a failing verdict with the flag)."""
     flaky = state == "flaky"
     return {"config": CONFIG, "column": f"RabbitMQ {version} amqp-0-9-1 classic", "requirement": req, "level": level, "area": "ack",
             "verdict": "fail" if flaky else state, "flaky": flaky, "passes": passes, "decided": decided,

@@ -70,7 +70,7 @@ def cells(spark: Any, paths: list[str]) -> dict[tuple[str, str], dict[str, Any]]
     from reports.report import figures
 
     result, _ = figures(spark, paths)
-    result.pop("_cells_df")
+    result.pop("_cases")
     return {(c["requirement"], c["column"]): c for c in result["cells"]}
 
 
@@ -216,7 +216,7 @@ def test_the_one_pass_figures_equal_a_plain_python_reading_of_the_records(spark:
         all_lines += [x for x in (Path(folders[-1]) / "results.jsonl").read_text().splitlines() if x]
     want = _reference(all_lines)
     got, _ = figures(spark, folders)
-    got.pop("_cells_df")
+    got.pop("_cases")
     assert (got["summary"]["records"], got["summary"]["quarantined"], got["summary"]["mutated"]) == (want["ok"], want["quarantined"], want["mutated"])
     fields = ("verdict", "spec_verdict", "vendor_verdict", "records", "cases", "runs", "passes", "decided", "flaky", "case_id", "observed")
     assert {(c["requirement"], c["column"]): {f: c[f] for f in fields} for c in got["cells"]} == want["cells"]
