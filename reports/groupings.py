@@ -50,7 +50,7 @@ def rank(col: str) -> Any:
 
 @dataclass
 class Groupings:
-    cases: Any  # DataFrame, one row per case (CASE_KEYS), cached
+    cases: Any  # DataFrame, one row per case (CASE_KEYS), over the cached pass
     durations: list[dict[str, Any]]  # per column and area
     sources: list[dict[str, Any]]  # per results file, status and run id
 
@@ -127,6 +127,5 @@ def compute(tagged: Any, *, durations: bool = True, run_ids: bool = True) -> Gro
                   F.min(F.struct(F.col("_v"), F.col("case_id"), newest_first.alias("_order"),
                                  *[F.col(f"latest.{f}").alias(f) for f in WORST_FIELDS[3:]])).alias("worst"),
                   F.max_by("latest", "latest_key").alias("latest"),
-                  F.array_distinct(F.flatten(F.collect_list("runs"))).alias("runs"))
-             .cache())
+                  F.array_distinct(F.flatten(F.collect_list("runs"))).alias("runs")))  # collected once: not cached
     return Groupings(cases, durations, sources)

@@ -24,7 +24,7 @@ RESULTS_FILE = "results.jsonl"
 
 @dataclass
 class Ingested:
-    cases: Any  # DataFrame, one row per case of the good records (reports.groupings), cached
+    cases: Any  # DataFrame, one row per case of the good records (reports.groupings)
     counts: dict[str, int] = field(default_factory=dict)  # ok / quarantined / mutated
     quarantined_examples: list[dict[str, str]] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
