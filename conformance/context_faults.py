@@ -43,7 +43,6 @@ class BrokerFaults(Waits):
         """After a broker restart: wait until ``queue`` answers again (a quorum queue elects a leader)."""
         last: list[QueueStats] = []
         refused: list[str] = []
-        missing_since: list[float] = []
 
         def answers() -> bool:
             try:
@@ -53,12 +52,6 @@ class BrokerFaults(Waits):
                 self._admin = None
                 if isinstance(exc, ChannelClosed):
                     refused[:] = [f"{exc.code} {exc.text}"]
-                    gone_for = self._gone_for(exc, missing_since)
-                    if gone_for is not None:
-                        raise OperationTimeout(f"the broker answered {refused[0]} on polls {gone_for:.1f}s apart after accepting "
-                                               "connections again: the queue is gone") from None
-                else:
-                    missing_since.clear()
                 return False
 
         deadline = time.monotonic() + timeout
@@ -71,22 +64,6 @@ class BrokerFaults(Waits):
         if self.fault_kind == "kill":
             self._await_replicas(queue, deadline)
         return last[0]
-
-    @staticmethod
-    def _gone_for(exc: ChannelClosed, missing_since: list[float]) -> float | None:
-        """How long the broker has been saying 404 for the queue, once that is settled: two answers
-        at least CONFIRM_GAP_S apart. A 404 is an answer, not silence: the broker accepts
-        connections again and says the queue does not exist, so waiting out the window would only
-        delay the same verdict (queue-gone-after-restart). Except when the broker says a node is
-        down (a clustered queue's home node): that one may come back, so the window decides."""
-        if exc.code != 404 or "down" in (exc.text or "").lower():
-            missing_since.clear()
-            return None
-        now = time.monotonic()
-        if not missing_since:
-            missing_since.append(now)
-            return None
-        return now - missing_since[0] if now - missing_since[0] >= CONFIRM_GAP_S else None
 
     def _await_replicas(self, queue: str, deadline: float) -> None:
         """After kill -9, a queue that answers a declare may still have no leader to serve it: ask
