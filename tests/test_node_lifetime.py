@@ -59,10 +59,17 @@ def is_loopback(addr: str) -> bool:
     return addr.startswith("127.") or addr in ("::1", "::ffff:127.0.0.1")
 
 
+def process_name(pid: int) -> str | None:
+    """The process's name, or None once it has exited (it may between being listed and being read)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
 def leftovers(token: str, ports: list[int], node_dir: str) -> list[str]:
     """Everything of the node still there: live marked processes, listening ports, the directory."""
-    left = [f"process {pid} ({Path(f'/proc/{pid}/comm').read_text().strip()})" for pid in marked_pids(token)
-            if Path(f"/proc/{pid}/comm").exists()]
+    left = [f"process {pid} ({name})" for pid in marked_pids(token) if (name := process_name(pid)) is not None]
     left += [f"port {port} listening on {addr}" for addr, port, _ in listening() if port in ports]
     if os.path.exists(node_dir):
         left.append(f"directory {node_dir}")
