@@ -330,7 +330,9 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         activate_packs(args, packs.adapter_entry_name(adapter_cls))  # issue 19 §2: before expectations are read
         opts = Options(packs=args.pack or [], target_url=target.url, handle=target.handle(), protocol=protocol, out=out, adapter=args.adapter,
                        profile=args.profile, areas=args.area or [], mutations=args.mutation or [], workers=args.workers,
-                       parallel=args.parallel, case_timeout=args.case_timeout, skip_restarts=args.skip_restarts, scope=args.scope)
+                       parallel=args.parallel, case_timeout=args.case_timeout, skip_restarts=args.skip_restarts, scope=args.scope,
+                       # issue 20: a launched target the suite restarts gets a twin for the restart runs
+                       second_target=(lambda: make_target(args.target)) if target.can_restart and target.handle() else None)
         from conformance.progress import Console as ProgressConsole, StepProgress
 
         with StepProgress("selftest: mutation runs", ProgressConsole.for_stdout(verbose=False)) as progress:

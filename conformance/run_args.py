@@ -39,7 +39,9 @@ def default_workers(args: argparse.Namespace) -> int:
     return 2 if whole and (os.cpu_count() or 1) >= 2 else 1
 
 
-def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
+def pytest_args(args: argparse.Namespace, out: Path, env: dict[str, str] | None = None) -> list[str]:
+    """The pytest argv of a run. A target URL with a password goes into ``env`` (the child's
+    environment) when given, else into this process's environment (a run pytest makes in-process)."""
     from conformance.cases import CASES_DIR
 
     activate_packs(args)  # issue 19 §2: a pack's requirement ids and areas are valid selections
@@ -53,7 +55,7 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
         "-c", str(CASES_DIR / "pytest.ini"),
         "--rootdir", str(CASES_DIR),
         str(CASES_DIR),
-        *target_argv(args.target),
+        *target_argv(args.target, env),
         "--results-dir", str(out),
         "--case-timeout", str(args.case_timeout),
         "--junitxml", str(out / "junit.xml"),
@@ -102,7 +104,11 @@ def pytest_args(args: argparse.Namespace, out: Path) -> list[str]:
 TARGET_ENV = "CONFORMANCE_TARGET_URL"
 
 
-def target_argv(target: str) -> list[str]:
+def target_argv(target: str, env: dict[str, str] | None = None) -> list[str]:
+    """``--target`` for pytest; a URL with a password travels in ``env`` (default: os.environ).
+
+    The self-test starts its runs from threads, against two nodes at once (its restart lane): each
+    child gets the URL in its own environment, since one process-wide variable would be raced."""
     from urllib.parse import urlsplit
 
     from conformance.secrets import register_url
@@ -114,5 +120,5 @@ def target_argv(target: str) -> list[str]:
     if not secret:
         return ["--target", target]
     register_url(target)
-    os.environ[TARGET_ENV] = target
+    (os.environ if env is None else env)[TARGET_ENV] = target
     return ["--target", "env", "--target-env", TARGET_ENV]

@@ -10,22 +10,24 @@ How it runs: one target for the whole self-test. The clean run goes through a pr
 rewrites nothing and records, per case, which operators would have rewritten one of its frames;
 each mutation then runs only the cases it can touch (a case whose frames a mutation never rewrites
 sees an unchanged broker). Mutation runs go in parallel (cases use their own queues); cases that
-restart the broker run alone, and under a mutation only when the mutation is declared to break
-their requirement. Within such a run the runner shares the faults (conformance.shared_fault): one
-restart and one kill serve all its cases.
+restart the broker run apart from them, one run after another, and under a mutation only when the
+mutation is declared to break their requirement. Within such a run the runner shares the faults
+(conformance.shared_fault): one restart and one kill serve all its cases. Where the target can be
+launched twice, those runs go on a second node beside the others (conformance.spare_node, issue 20).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -33,9 +35,11 @@ from conformance.catalogue import catalogue
 from conformance.errors import UsageError
 from conformance.mutations import Expectation, Mutation, available, expectations, make
 from conformance.results import read_results, read_run
+from conformance.spare_node import SpareNode
 
 if TYPE_CHECKING:
     from conformance.progress import StepProgress
+    from conformance.targets import Target
 
 SCHEMA = "conformance.killmatrix/1"
 KILLMATRIX_FILE = "killmatrix.json"
@@ -80,6 +84,9 @@ class Options:
     scope: str = "declared"
     #: --pack options, passed on to every run (conformance.packs: the runs load the same packs).
     packs: list[str] = field(default_factory=list)
+    #: Makes (not starts) another target like the run's own: the runs that restart the broker go
+    #: there, beside the others (conformance.spare_node). None: they go after the others, here.
+    second_target: "Callable[[], Target] | None" = None
 
 
 def requirement_of(connection_name: str) -> str | None:
@@ -103,7 +110,7 @@ def workers_for(opts: Options, run: Run) -> int:
     return opts.workers if run.mutation == "probe" else 1
 
 
-def _pytest_argv(opts: Options, run: Run, out: Path) -> list[str]:
+def _pytest_argv(opts: Options, run: Run, out: Path, env: dict[str, str] | None = None) -> list[str]:
     from conformance.run_args import pytest_args
 
     ns = argparse.Namespace(
@@ -114,7 +121,7 @@ def _pytest_argv(opts: Options, run: Run, out: Path) -> list[str]:
         case_timeout=max(opts.case_timeout, RESTART_CASE_TIMEOUT_S) if run.disruptive == "only" else opts.case_timeout,
         keep_history=False, verbose=False, mutation=run.mutation, pack=opts.packs or None,
     )
-    argv = pytest_args(ns, out) + ["--disruptive", run.disruptive]
+    argv = pytest_args(ns, out, env) + ["--disruptive", run.disruptive]
     if opts.handle:
         argv += ["--attach-target", json.dumps(opts.handle)]
     return argv
@@ -127,9 +134,10 @@ def execute(opts: Options, run: Run) -> Run:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     started = time.monotonic()
+    env = dict(os.environ)  # the child's own: runs against two nodes go at once (the restart lane)
     with open(out / "pytest.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "pytest", *_pytest_argv(opts, run, out)], stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", *_pytest_argv(opts, run, out, env)], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env)
         try:
             run.returncode = proc.wait(opts.run_timeout_s)
         except subprocess.TimeoutExpired:
@@ -170,24 +178,116 @@ def selftest(opts: Options, say: Callable[[str], None] = print, progress: "StepP
     areas = set(opts.areas)
     wants_restarts = bool(restarts) and not opts.skip_restarts and (not areas or any(catalogue()[r].area in areas for r in restarts))
 
-    say(f"selftest: clean run of the catalogue through a probing proxy ({opts.protocol})")
-    track.begin("clean run through the probing proxy")
-    clean = [execute(opts, Run("clean", "probe", "exclude"))]
-    track.finish("clean run through the probing proxy", count=False)
-    say(_line(clean[0], 0, 0))
-    if wants_restarts and opts.handle:
-        track.begin("clean run of the restart cases")
-        clean.append(execute(opts, Run("clean-restarts", "probe", "only")))
-        track.finish("clean run of the restart cases", count=False)
-        say(_line(clean[-1], 0, 0))
-    if not any(run.records for run in clean):  # an area of disruptive cases only (failover) has them all in the second run
-        log = opts.out / "runs" / "clean" / "pytest.log"
-        last = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-1:] if log.exists() else []
-        raise UsageError(f"the clean run decided no case ({(last or ['no output'])[0].strip()}); see {log}")
-    reach = touched(clean)
-    clean_records = [r for run in clean for r in run.records]
-    provable = {r["requirement"] for r in clean_records if r["verdict"] in PROVABLE}
+    spare = SpareNode(opts.second_target) if wants_restarts and opts.handle and opts.second_target else None
+    try:
+        clean, done, reach, out_of_scope = _run_all(opts, mutations, declared, restarts, wants_restarts, spare, say, track)
+    finally:
+        if spare is not None:
+            spare.stop()
+    matrix = kill_matrix(clean, done, mutations, declared, reach, time.monotonic() - started)
+    matrix["scope"] = opts.scope
+    matrix["out_of_scope"] = out_of_scope
+    matrix["restarts"] = "skipped" if not wants_restarts else "run"
+    write(opts.out, matrix)
+    return matrix
 
+
+def _run_all(opts: Options, mutations: dict[str, Mutation], declared: dict[str, Expectation], restarts: set[str], wants_restarts: bool,
+             spare: SpareNode | None, say: Callable[[str], None], track: Any) -> tuple[list[Run], list[Run], dict[str, set[str]], list[str]]:
+    """The clean runs, the mutation runs and the second round, in two lanes when ``spare`` boots:
+    the runs that restart the broker on the spare node, the others on the run's own node, at once.
+    Returns (clean runs, mutation runs in plan order, reach, mutations out of scope);
+    ``mutations`` loses the out-of-scope ones."""
+    lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="selftest-restart-lane")
+    side: dict[str, Options] = {}  # "opts" once the spare node answered: the restart lane's options
+
+    def clean_restarts(o: Options) -> Run:
+        track.begin("clean run of the restart cases")
+        run = execute(o, Run("clean-restarts", "probe", "only"))
+        track.finish("clean run of the restart cases", count=False)
+        say(_line(run, 0, 0))
+        return run
+
+    def on_spare() -> Run | None:
+        assert spare is not None
+        node = spare.target()
+        if node is None:
+            say(f"selftest: no second node for the restart runs ({spare.error}): they go on this node after the others")
+            return None
+        side["opts"] = replace(opts, target_url=node.url, handle=node.handle(), second_target=None)
+        return clean_restarts(side["opts"])
+
+    try:
+        say(f"selftest: clean run of the catalogue through a probing proxy ({opts.protocol})"
+            + ("; the restart cases on a second node beside it" if spare is not None else ""))
+        pending_clean = lane.submit(on_spare) if spare is not None else None
+        track.begin("clean run through the probing proxy")
+        clean = [execute(opts, Run("clean", "probe", "exclude"))]
+        track.finish("clean run through the probing proxy", count=False)
+        say(_line(clean[0], 0, 0))
+        if wants_restarts and opts.handle:
+            beside = pending_clean.result() if pending_clean is not None else None
+            clean.append(beside if beside is not None else clean_restarts(opts))
+        if not any(run.records for run in clean):  # an area of disruptive cases only (failover) has them all in the second run
+            log = opts.out / "runs" / "clean" / "pytest.log"
+            last = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-1:] if log.exists() else []
+            raise UsageError(f"the clean run decided no case ({(last or ['no output'])[0].strip()}); see {log}")
+        reach = touched(clean)
+        clean_records = [r for run in clean for r in run.records]
+        plans, restart_plans, rest, out_of_scope = _plan(opts, mutations, declared, restarts, reach, clean_records)
+        total = len(plans) + len(restart_plans)
+        say(f"selftest: {len(mutations)} mutations, {total} runs ({len(restart_plans)} with broker restarts, "
+            + ("on the second node, beside the others)" if "opts" in side else "alone)")
+            + (f"; out of scope here: {', '.join(out_of_scope)}" if out_of_scope else ""))
+        done: list[Run] = []
+        lock = threading.Lock()
+        provable_cases = {_case(r) for r in clean_records if r["verdict"] in PROVABLE}
+        kills = 0
+        track.plan(total)
+
+        def one(run: Run, o: Options = opts) -> Run:
+            nonlocal kills
+            track.begin(run.label)
+            execute(o, run)
+            with lock:
+                done.append(run)
+                kills += sum(1 for r in run.records if r["verdict"] == "fail" and _case(r) in provable_cases)
+                track.finish(run.label, note=f"kills so far: {kills}")
+                say(_line(run, len(done), total))
+            return run
+
+        beside_runs = lane.submit(lambda: [one(run, side["opts"]) for run in restart_plans]) if "opts" in side else None
+        with ThreadPoolExecutor(max_workers=max(1, opts.parallel)) as pool:
+            list(pool.map(one, plans))
+        if beside_runs is None:
+            for run in restart_plans:
+                one(run)
+        # Only plain runs decide the second round (its requirements are never restart ones, so a
+        # restart run still going on the other node cannot change it).
+        with lock:
+            plain_done = [run for run in done if run.disruptive == "exclude"]
+        second = second_round(clean_records, plain_done, rest)
+        if second:
+            total += len(second)
+            track.plan(total)
+            say(f"selftest: {len({r for run in second for r in run.requirements or []})} requirement(s) with a case no declared mutation "
+                f"failed: {len(second)} more runs through the other mutations that reach them")
+            with ThreadPoolExecutor(max_workers=max(1, opts.parallel)) as pool:
+                list(pool.map(one, second))
+        if beside_runs is not None:
+            beside_runs.result()
+    finally:
+        lane.shutdown(wait=True, cancel_futures=True)
+    position = {id(run): i for i, run in enumerate([*plans, *restart_plans, *second])}
+    done.sort(key=lambda run: position[id(run)])  # the matrix as a serial run's, whichever run ended first
+    return clean, done, reach, out_of_scope
+
+
+def _plan(opts: Options, mutations: dict[str, Mutation], declared: dict[str, Expectation], restarts: set[str],
+          reach: dict[str, set[str]], clean_records: list[dict[str, Any]]) -> tuple[list[Run], list[Run], dict[str, list[str]], list[str]]:
+    """Which runs each mutation gets: (plain runs, restart runs, scope "declared"'s rest for the
+    second round, mutations out of scope). Removes the out-of-scope ones from ``mutations``."""
+    provable = {r["requirement"] for r in clean_records if r["verdict"] in PROVABLE}
     plans: list[Run] = []
     restart_plans: list[Run] = []
     rest: dict[str, list[str]] = {}  # scope "declared": requirements a mutation reaches but is not meant to break
@@ -209,44 +309,7 @@ def selftest(opts: Options, say: Callable[[str], None] = print, progress: "StepP
         with_restart = [r for r in reqs if r in restarts and exp is not None and r in exp.breaks]
         if with_restart and opts.handle:
             restart_plans.append(Run(spec + "+restarts", spec, "only", with_restart))
-    total = len(plans) + len(restart_plans)
-    say(f"selftest: {len(mutations)} mutations, {total} runs ({len(restart_plans)} with broker restarts, alone)"
-        + (f"; out of scope here: {', '.join(out_of_scope)}" if out_of_scope else ""))
-    done: list[Run] = []
-    lock = threading.Lock()
-    provable_cases = {_case(r) for r in clean_records if r["verdict"] in PROVABLE}
-    kills = 0
-    track.plan(total)
-
-    def one(run: Run) -> Run:
-        nonlocal kills
-        track.begin(run.label)
-        execute(opts, run)
-        with lock:
-            done.append(run)
-            kills += sum(1 for r in run.records if r["verdict"] == "fail" and _case(r) in provable_cases)
-            track.finish(run.label, note=f"kills so far: {kills}")
-            say(_line(run, len(done), total))
-        return run
-
-    with ThreadPoolExecutor(max_workers=max(1, opts.parallel)) as pool:
-        list(pool.map(one, plans))
-    for run in restart_plans:
-        one(run)
-    second = second_round(clean_records, done, rest)
-    if second:
-        total += len(second)
-        track.plan(total)
-        say(f"selftest: {len({r for run in second for r in run.requirements or []})} requirement(s) with a case no declared mutation "
-            f"failed: {len(second)} more runs through the other mutations that reach them")
-        with ThreadPoolExecutor(max_workers=max(1, opts.parallel)) as pool:
-            list(pool.map(one, second))
-    matrix = kill_matrix(clean, done, mutations, declared, reach, time.monotonic() - started)
-    matrix["scope"] = opts.scope
-    matrix["out_of_scope"] = out_of_scope
-    matrix["restarts"] = "skipped" if not wants_restarts else "run"
-    write(opts.out, matrix)
-    return matrix
+    return plans, restart_plans, rest, out_of_scope
 
 
 def second_round(clean_records: list[dict[str, Any]], done: list[Run], rest: dict[str, list[str]]) -> list[Run]:
