@@ -4,6 +4,7 @@
     python bench/catalogue.py --workers 1 2 --repeat 3
     python bench/catalogue.py --area ack --repeat 3
     python bench/catalogue.py --selftest            # also the full self-test (minutes)
+    python bench/catalogue.py --workers 1 2 --ordinary   # also the ordinary cases alone, on the wall clock
 
 The node is launched once and attached to every run (``--attach-target``): its boot is never timed.
 For each worker count it prints the run's wall time (pytest start-up included), the cases per area
@@ -40,20 +41,20 @@ RESTART_RE = re.compile(r"accepting connections after ([0-9.]+)s")
 SHARED_RE = re.compile(r"shared by ([0-9]+) cases")
 
 
-def pytest_argv(handle: dict[str, str], out: Path, workers: int, areas: list[str], timeout: float) -> list[str]:
+def pytest_argv(handle: dict[str, str], out: Path, workers: int, areas: list[str], timeout: float, extra: tuple[str, ...] = ()) -> list[str]:
     from conformance.cli import pytest_args
 
     ns = argparse.Namespace(target="rabbitmq-local", adapter=None, profile=None, requirement=None, area=areas or None,
                             workers=workers, case_timeout=timeout, keep_history=True, verbose=False, mutation=None)
-    return pytest_args(ns, out) + ["--attach-target", json.dumps(handle)]
+    return pytest_args(ns, out) + ["--attach-target", json.dumps(handle), *extra]
 
 
-def one_run(handle: dict[str, str], workers: int, areas: list[str], timeout: float) -> dict[str, Any]:
+def one_run(handle: dict[str, str], workers: int, areas: list[str], timeout: float, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-catalogue-") as d:
         out = Path(d)
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "pytest", *pytest_argv(handle, out, workers, areas, timeout)],
+        proc = subprocess.run([sys.executable, "-m", "pytest", *pytest_argv(handle, out, workers, areas, timeout, extra)],
                               cwd=ROOT, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - start
         recs = list(read_results(out))
@@ -141,6 +142,14 @@ def summary(run: dict[str, Any], label: str) -> dict[str, Any]:
     }
 
 
+def span_s(recs: list[dict[str, Any]]) -> float:
+    """Seconds from the first case's start to the last case's end (records carry their end time and
+    duration): the run's wall time without pytest's start-up, collection and the node attach."""
+    ends = [float(r["finished_at"]) for r in recs]
+    starts = [float(r["finished_at"]) - float(r["duration_s"]) for r in recs]
+    return max(ends) - min(starts) if recs else 0.0
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -152,6 +161,7 @@ def main() -> None:
     ap.add_argument("--area", action="append", default=[], help="only this area (repeatable; default: the whole catalogue)")
     ap.add_argument("--case-timeout", type=float, default=60.0)
     ap.add_argument("--selftest", action="store_true", help="also time the full self-test on the same node")
+    ap.add_argument("--ordinary", action="store_true", help="also time runs of the ordinary cases alone (no restart/kill), per worker count")
     ap.add_argument("--json", type=Path, help="write the figures here too")
     args = ap.parse_args()
 
@@ -162,6 +172,7 @@ def main() -> None:
     node.start()
     print(f"node boot {time.perf_counter() - t:.1f}s (excluded from every figure)   load {load()}")
     results: list[dict[str, Any]] = []
+    ordinary_runs: list[dict[str, Any]] = []
     try:
         handle = node.handle()
         for w in args.workers:
@@ -187,6 +198,22 @@ def main() -> None:
         print(f"\nfloor: raw pika, {conns} connections and {trips} round trips: {f:.2f}s  load {load()}")
         for s in results:
             print(f"   {s['label']}: wall / floor = {s['wall'] / f:.1f}x; ordinary in-case / floor = {s['ordinary_s'] / f:.1f}x")
+        if args.ordinary:
+            # issue 20's "non-restart cases at 30 cases/s": a run of them alone (--disruptive exclude),
+            # timed on the wall clock from the first case's start to the last one's end, so the
+            # figure under two workers is the concurrency's, not a sum of per-process times
+            print("\nordinary cases alone (--disruptive exclude), wall clock from first case start to last case end:")
+            for w in args.workers:
+                for i in range(args.repeat):
+                    before = load()
+                    run = one_run(handle, w, args.area, args.case_timeout, ("--disruptive", "exclude"))
+                    recs, span = run["records"], span_s(run["records"])
+                    o = {"label": f"ordinary workers={w} #{i + 1}", "cases": len(recs), "wall": run["wall"], "span": span,
+                         "verdicts": dict(sorted({v: sum(1 for r in recs if r["verdict"] == v) for v in {r["verdict"] for r in recs}}.items())),
+                         "load": f"{before} -> {load()}"}
+                    ordinary_runs.append(o)
+                    print(f"   workers={w} #{i + 1}: {o['cases']} cases in {span:.2f}s = {o['cases'] / max(span, 1e-9):.1f} cases/s "
+                          f"(wall with pytest start-up {run['wall']:.1f}s)  verdicts {o['verdicts']}  load {o['load']}")
         if len({json.dumps(s["verdict_by_case"], sort_keys=True) for s in results}) > 1:
             print("   WARNING: runs disagree on some case's verdict (see --json)")
         if args.selftest:
@@ -197,7 +224,7 @@ def main() -> None:
                                       cwd=ROOT, capture_output=True, text=True, env=env)
             print(f"\nself-test (own node, boot included): {time.perf_counter() - t:.1f}s exit {proc.returncode}  load {load()}")
         if args.json:
-            args.json.write_text(json.dumps({"results": results, "floor_s": f}, indent=1))
+            args.json.write_text(json.dumps({"results": results, "floor_s": f, "ordinary_alone": ordinary_runs}, indent=1))
     finally:
         node.stop()
 
