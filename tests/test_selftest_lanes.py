@@ -118,3 +118,29 @@ def test_a_second_node_that_does_not_boot_leaves_the_restart_runs_on_the_run_s_n
     assert list(script.sent) == ["clean", "clean-restarts", "acks-dropped", "durable-flipped+restarts"]
     assert any("no second node for the restart runs (RuntimeError: boot failed: port in use)" in line for line in said), said
     assert matrix["ok"] and matrix["counts"]["kills"] == 4
+
+
+@pytest.mark.timeout(300)
+def test_a_launched_self_test_runs_its_restart_cases_on_a_second_real_node(tmp_path: Path) -> None:
+    """End to end on two private RabbitMQ nodes: the clean run on the first, the restart cases (and
+    the one mutation's restart run) on the second, the kill proven there, both nodes gone after."""
+    import json
+    import os
+    import subprocess
+
+    from tests.conftest import conformance_cmd
+
+    out = tmp_path / "st"
+    proc = subprocess.run(conformance_cmd("selftest", "--target", "rabbitmq-local", "--area", "persist", "-m", "persistence-forced", "--out", str(out)),
+                          capture_output=True, text=True, timeout=280, stdin=subprocess.DEVNULL)
+    assert (out / "killmatrix.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "the restart cases on a second node beside it" in proc.stdout, proc.stdout[-2000:]
+    nodes = {label: json.loads((out / "runs" / label / "run.json").read_text())["target_facts"]
+             for label in ("clean", "clean-restarts", "persistence-forced+restarts")}
+    assert nodes["clean-restarts"]["node"] == nodes["persistence-forced+restarts"]["node"] != nodes["clean"]["node"]
+    m = json.loads((out / "killmatrix.json").read_text())
+    assert {"case": "persist/test_restart.py::TestTransientFate::test[classic]", "mutation": "persistence-forced"}.items() <= \
+        next(k for k in m["kills"] if k["case"].endswith("TestTransientFate::test[classic]")).items()
+    assert m["false_alarms"] == [] and m["clean_errors"] == []
+    for facts in nodes.values():  # both nodes stopped, their directories removed
+        assert not os.path.exists(facts["node_dir"]), facts
