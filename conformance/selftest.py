@@ -178,7 +178,10 @@ def selftest(opts: Options, say: Callable[[str], None] = print, progress: "StepP
     areas = set(opts.areas)
     wants_restarts = bool(restarts) and not opts.skip_restarts and (not areas or any(catalogue()[r].area in areas for r in restarts))
 
-    spare = SpareNode(opts.second_target) if wants_restarts and opts.handle and opts.second_target else None
+    # A second node only pays when there are plain runs to overlap with: an area of restart cases
+    # only (failover, on a three-node cluster) would wait for a second cluster to boot for nothing.
+    plain_selected = any(rid not in restarts and (not areas or req.area in areas) for rid, req in catalogue().items())
+    spare = SpareNode(opts.second_target) if wants_restarts and plain_selected and opts.handle and opts.second_target else None
     try:
         clean, done, reach, out_of_scope = _run_all(opts, mutations, declared, restarts, wants_restarts, spare, say, track)
     finally:

@@ -144,3 +144,14 @@ def test_a_launched_self_test_runs_its_restart_cases_on_a_second_real_node(tmp_p
     assert m["false_alarms"] == [] and m["clean_errors"] == []
     for facts in nodes.values():  # both nodes stopped, their directories removed
         assert not os.path.exists(facts["node_dir"]), facts
+
+
+def test_no_second_node_when_the_selection_holds_only_restart_cases(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The failover area is restart cases only: a second node (a second three-node cluster there)
+    would have nothing to overlap with, so none is made."""
+    made: list[str] = []
+    monkeypatch.setattr(st, "execute", Script(expect_overlap=False).execute)
+    opts = st.Options(target_url=MAIN_URL, handle={"launcher": "fake", "node_dir": "main"}, protocol="amqp-0-9-1", out=tmp_path,
+                      areas=["failover"], mutations=["acks-dropped"], second_target=lambda: made.append("spare") or FakeNode(SPARE_URL))
+    st.selftest(opts, say=lambda line: None)
+    assert made == []
