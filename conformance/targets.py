@@ -81,6 +81,14 @@ class Target(abc.ABC):
         capability, not a replicated queue, or the tool did not answer."""
         return None
 
+    def queue_known(self, queue: str) -> bool | None:
+        """Whether the broker's own metadata still holds ``queue``: running, or durable and not yet
+        recovered (True), or neither (False: the broker will not bring it back); None when the
+        target cannot ask its broker. A case that gets 404 for a queue after a restart asks this
+        before it stops waiting (conformance.context_faults): a 404 alone was once seen from a
+        broker whose queue answered afterwards."""
+        return None
+
     def __enter__(self) -> "Target":
         self.start()
         return self

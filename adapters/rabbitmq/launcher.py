@@ -314,6 +314,24 @@ class RabbitMQLocalNode(Target):
             return None
         return parse_quorum_status(proc.stdout) if proc.returncode == 0 else None
 
+    def queue_known(self, queue: str) -> bool | None:
+        """Is ``queue`` (default vhost) among the queues ``rabbitmqctl list_queues`` lists on this
+        node? With neither --online nor --offline it lists the live queues and the durable ones not
+        (yet) running (rabbit_amqqueue:list_down: durable records without a live one), so a name
+        missing there has no record left to recover. None when the tool fails or does not answer
+        within 15 s (the caller then waits out its window)."""
+        tool = self.home / "bin" / "rabbitmqctl"
+        if self.dir is None or not tool.exists():
+            return None
+        try:
+            proc = subprocess.run([str(tool), "-n", self.node, "-q", "list_queues", "name", "--no-table-headers", "--timeout", "10"],
+                                  env=self._env(), capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if proc.returncode != 0:
+            return None
+        return queue in {line.strip() for line in proc.stdout.splitlines()}
+
     def stop(self) -> None:
         """Stop the node, its helpers and epmd, and remove its directory: all done by the watchdog
         (the same path as when this process dies). An attached process leaves the node running."""
