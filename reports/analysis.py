@@ -32,11 +32,10 @@ def _nulls_first(value: Any) -> tuple[Any, ...]:
     return (1, value)
 
 
-def case_rows(cases_df: Any, *, latest: bool = True) -> list[dict[str, Any]]:
-    """The per-case table, collected (without each case's latest record when ``latest`` is False:
-    the gate does not show it, and it is the table's only large column)."""
-    cols = [c for c in cases_df.columns if latest or c != "latest"]
-    return [r.asDict(recursive=True) for r in cases_df.select(*cols).collect()]
+def case_rows(cases: list[dict[str, Any]], *, latest: bool = True) -> list[dict[str, Any]]:
+    """The per-case table (reports.groupings.fold_cases), without each case's latest record when
+    ``latest`` is False (the gate does not show it)."""
+    return cases if latest else [{k: v for k, v in c.items() if k != "latest"} for c in cases]
 
 
 def cells(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:

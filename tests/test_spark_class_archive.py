@@ -1,0 +1,44 @@
+"""The driver JVM's class archive (reports.session.class_archive_options, issue 20): opt-in, and
+when on, recorded once by one run, taken by later runs only once it has been written out.
+
+Pure decisions on a temporary cache folder; the figures (a million-record report 2-3 s sooner to
+its first task) are bench/report_pipeline.py's, with CONFORMANCE_SPARK_CDS=1."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from reports import session
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CONFORMANCE_SPARK_CDS_DIR", str(tmp_path))
+    monkeypatch.setenv("CONFORMANCE_SPARK_CDS", "1")
+    return tmp_path
+
+
+def test_off_unless_asked_for(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONFORMANCE_SPARK_CDS")
+    assert session.class_archive_options() == []
+    monkeypatch.setenv("CONFORMANCE_SPARK_CDS", "0")
+    assert session.class_archive_options() == []
+    assert list(cache.iterdir()) == []
+
+
+def test_the_first_run_records_and_a_later_one_takes_the_settled_archive(cache: Path) -> None:
+    first = session.class_archive_options()
+    assert len(first) == 1 and first[0].startswith("-XX:ArchiveClassesAtExit=") and first[0].endswith(".part")
+    part = Path(first[0].split("=", 1)[1])
+    part.write_bytes(b"archive")  # what the first JVM wrote as it exited...
+    assert session.class_archive_options() == []  # ...still too fresh to be taken whole, and nobody records a second
+    old = time.time() - session.CDS_SETTLE_S - 5
+    os.utime(part, (old, old))
+    taken = session.class_archive_options()
+    archive = Path(taken[0].split("=", 1)[1])
+    assert taken == [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"] and archive.read_bytes() == b"archive" and not part.exists()
+    assert session.class_archive_options() == taken  # from now on every run maps it
