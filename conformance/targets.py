@@ -121,8 +121,43 @@ def default_port(scheme: str) -> int:
     return {"amqp": 5672, "amqps": 5671}.get(scheme, 5672)
 
 
+#: Where listening ports are picked from: above the well-known services, below the kernel's
+#: ephemeral range (read from /proc where it can be), and above it.
+LISTEN_PORTS_FROM = 10000
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for the local ports of outgoing connections (Linux default 32768-60999)."""
+    try:
+        lo, hi = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    """A loopback port free now, for a launched process to listen on (launchers, the Spark cluster)."""
+    """A loopback port free now, for a launched process to listen on (launchers, the Spark cluster).
+
+    Picked outside the kernel's ephemeral range: a port the kernel handed out for ``bind(0)`` is
+    also one it hands to outgoing connections, and between this check and the launched process's
+    own bind (an Erlang node boots for seconds) any client connection on the machine could take it
+    as its local port. CI saw exactly that: a cluster node's distribution port "already used,
+    not_erlang" while other tests opened thousands of connections. Outside that range only another
+    listener can collide, and the random pick makes that rare; bind(0) is the fallback."""
+    import random
+
+    lo, hi = ephemeral_range()
+    ranges = [(a, b) for a, b in ((LISTEN_PORTS_FROM, lo - 1), (hi + 1, 65535)) if a <= b]
+    rng = random.SystemRandom()
+    for _ in range(64 if ranges else 0):
+        a, b = rng.choices(ranges, weights=[b - a + 1 for a, b in ranges])[0]
+        port = rng.randint(a, b)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
