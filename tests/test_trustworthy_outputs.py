@@ -31,6 +31,24 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
     return subprocess.run(conformance_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def run_cli_or_stacks(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """run_cli, but a child still running after ``timeout`` is made to print every thread's stack
+    (faulthandler on SIGABRT) and the test fails with them: a hang says where it hangs. (Stop 26's
+    CI saw the tiny-deadline run hang once, past pytest's 300 s, with nothing to show why.)"""
+    import os
+    import signal
+
+    proc = subprocess.Popen(conformance_cmd(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        out, err = proc.communicate(timeout=30)
+        pytest.fail(f"the run did not end within {timeout:.0f}s; its threads' stacks:\n{err[-6000:]}\n--- stdout tail:\n{out[-1500:]}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def hits(password: str, folder: Path, *texts: str) -> list[str]:
     """Every place the password appears: in the given console texts and in any file under folder."""
     found = [f"console text #{i}" for i, t in enumerate(texts) if password in t]
@@ -140,7 +158,8 @@ def test_a_tiny_case_deadline_ends_cases_not_the_run(rabbit: RabbitMQLocalNode, 
     """1 ms, less than any case's first connection: every case overruns (50 ms did not, once the
     ack cases took 26 ms on average), each gets its record, and the run still finishes."""
     out = tmp_path / "r"
-    proc = run_cli("run", "--target", rabbit.url, "--area", "ack", "--queue-type", "classic", "--case-timeout", "0.001", "--out", str(out))
+    proc = run_cli_or_stacks("run", "--target", rabbit.url, "--area", "ack", "--queue-type", "classic", "--case-timeout", "0.001", "--out", str(out),
+                             timeout=200)
     assert "INTERNALERROR" not in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
     assert proc.returncode == EXIT_USAGE
     recs = list(read_results(out))
