@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -209,7 +209,7 @@ def main() -> None:
                     run = one_run(handle, w, args.area, args.case_timeout, ("--disruptive", "exclude"))
                     recs, span = run["records"], span_s(run["records"])
                     o = {"label": f"ordinary workers={w} #{i + 1}", "cases": len(recs), "wall": run["wall"], "span": span,
-                         "verdicts": dict(sorted({v: sum(1 for r in recs if r["verdict"] == v) for v in {r["verdict"] for r in recs}}.items())),
+                         "verdicts": dict(sorted(Counter(r["verdict"] for r in recs).items())),
                          "load": f"{before} -> {load()}"}
                     ordinary_runs.append(o)
                     print(f"   workers={w} #{i + 1}: {o['cases']} cases in {span:.2f}s = {o['cases'] / max(span, 1e-9):.1f} cases/s "

@@ -69,12 +69,14 @@ class BrokerFaults(Waits):
 
     def _gone(self, queue: str, exc: ChannelClosed, listing: list[bool | None]) -> None:
         """Ends the wait when the queue is gone for good, on two pieces of evidence: the protocol's
-        404 (without a down node named: a clustered queue's home node may come back) and the
-        broker's own metadata, asked once (Target.queue_known: on RabbitMQ the live queues and the
-        durable ones not yet recovered), then a 404 again after that answer. A 404 alone is not
-        enough: one was seen, once, from a broker whose queue answered afterwards (issue 20, stop
-        25). Without the capability the window decides, as before."""
-        if exc.code != 404 or "down" in (exc.text or "").lower() or self.target is None:
+        404 (not-found, in every adapter's codes) and the broker's own metadata, asked once
+        (Target.queue_known: on RabbitMQ the live queues and the durable ones not yet recovered),
+        then a 404 again after that answer. A 404 alone is not enough: one was seen, once, from a
+        broker whose queue answered afterwards (issue 20, stop 25); and a queue whose home node is
+        down answers 404 too, while its record, which the listing shows, waits for that node. The
+        reply text is never read (it is the broker's own wording). Without the capability the
+        window decides, as before."""
+        if exc.code != 404 or self.target is None:
             return
         if not listing:
             known = self.target.queue_known(queue)
@@ -114,4 +116,4 @@ class BrokerFaults(Waits):
                 lost_at = None
             if now >= deadline:
                 return
-            time.sleep(min(CONFIRM_GAP_S / 2, max(0.0, deadline - now)))  # a poll interval, bounded by the window
+            time.sleep(min(CONFIRM_GAP_S / 2, max(0.0, deadline - now)))  # allowed: polling the broker's report with a deadline (the window)

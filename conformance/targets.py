@@ -129,7 +129,9 @@ LISTEN_PORTS_FROM = 10000
 def ephemeral_range() -> tuple[int, int]:
     """The kernel's range for the local ports of outgoing connections (Linux default 32768-60999)."""
     try:
-        lo, hi = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+        from pathlib import Path
+
+        lo, hi = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
         return lo, hi
     except (OSError, ValueError):
         return 32768, 60999

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.groupings import CELL_KEYS
+from reports.groupings import CELL_KEYS, spark_order
 from reports.schema import VERDICTS
 
 #: Verdicts that decide something about the broker; a pass rate counts only these (an ``error`` is
@@ -21,15 +21,6 @@ from reports.schema import VERDICTS
 DECIDED = ("pass", "fail")
 #: A rank past VERDICTS (a verdict this version does not know) shows as "none".
 NAMES = (*VERDICTS, "none")
-
-
-def _nulls_first(value: Any) -> tuple[Any, ...]:
-    """A sort key ordering as Spark orders structs: null before any value, fields in turn."""
-    if value is None:
-        return (0,)
-    if isinstance(value, dict):
-        return (1, tuple(_nulls_first(v) for v in value.values()))
-    return (1, value)
 
 
 def case_rows(cases: list[dict[str, Any]], *, latest: bool = True) -> list[dict[str, Any]]:
@@ -60,7 +51,7 @@ def cells(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         a["passes"] += c["n_pass"]
         a["decided"] += c["n_pass"] + c["n_fail"]
         a["flaky"] = a["flaky"] or (c["n_pass"] > 0 and c["n_fail"] > 0 and c["case_id"] is not None)
-        if _nulls_first(c["worst"]) < _nulls_first(a["_worst"]):
+        if spark_order(c["worst"]) < spark_order(a["_worst"]):
             a["_worst"] = c["worst"]
     out = []
     for a in acc.values():

@@ -72,11 +72,12 @@ def test_without_the_broker_s_word_that_it_is_gone_the_window_decides(known: boo
     assert time.monotonic() - start >= 0.3
 
 
-def test_a_home_node_down_is_never_asked_about() -> None:
-    broker = Broker([ChannelClosed(404, HOME_DOWN)], known=False)
+def test_a_404_for_a_queue_whose_home_node_is_down_waits_on_its_listed_record() -> None:
+    """The reply text is never read: the broker's listing (the durable record is there) decides."""
+    broker = Broker([ChannelClosed(404, HOME_DOWN)], known=True)
     with pytest.raises(OperationTimeout, match=r"timed out after 0.3s"):
         Faults(broker).await_queue("q", timeout=0.3)
-    assert broker.listings == 0
+    assert broker.listings == 1
 
 
 def test_the_private_node_lists_a_declared_queue_and_not_an_unknown_one(rabbit) -> None:

@@ -304,15 +304,8 @@ class RabbitMQLocalNode(Target):
         """``rabbitmq-queues quorum_status`` of ``queue`` (default vhost) on this node: each
         replica's Raft state, log index and term. None for a classic queue (the tool refuses it),
         a node that does not answer within 15 s, or output this parser does not know."""
-        tool = self.home / "bin" / "rabbitmq-queues"
-        if self.dir is None or not tool.exists():
-            return None
-        try:
-            proc = subprocess.run([str(tool), "-n", self.node, "-q", "quorum_status", queue, "--formatter", "json"],
-                                  env=self._env(), capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return parse_quorum_status(proc.stdout) if proc.returncode == 0 else None
+        out = self._tool("rabbitmq-queues", "quorum_status", queue, "--formatter", "json")
+        return parse_quorum_status(out) if out is not None else None
 
     def queue_known(self, queue: str) -> bool | None:
         """Is ``queue`` (default vhost) among the queues ``rabbitmqctl list_queues`` lists on this
@@ -320,17 +313,21 @@ class RabbitMQLocalNode(Target):
         (yet) running (rabbit_amqqueue:list_down: durable records without a live one), so a name
         missing there has no record left to recover. None when the tool fails or does not answer
         within 15 s (the caller then waits out its window)."""
-        tool = self.home / "bin" / "rabbitmqctl"
+        out = self._tool("rabbitmqctl", "list_queues", "name", "--no-table-headers", "--timeout", "10")
+        return queue in {line.strip() for line in out.splitlines()} if out is not None else None
+
+    def _tool(self, name: str, *args: str) -> str | None:
+        """What one of the node's CLI tools (rabbitmqctl, rabbitmq-queues) printed, quietly, against
+        this node; None when it is not installed, fails, or does not answer within 15 s."""
+        tool = self.home / "bin" / name
         if self.dir is None or not tool.exists():
             return None
         try:
-            proc = subprocess.run([str(tool), "-n", self.node, "-q", "list_queues", "name", "--no-table-headers", "--timeout", "10"],
-                                  env=self._env(), capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL)
+            proc = subprocess.run([str(tool), "-n", self.node, "-q", *args], env=self._env(), capture_output=True, text=True,
+                                  timeout=15, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired):
             return None
-        if proc.returncode != 0:
-            return None
-        return queue in {line.strip() for line in proc.stdout.splitlines()}
+        return proc.stdout if proc.returncode == 0 else None
 
     def stop(self) -> None:
         """Stop the node, its helpers and epmd, and remove its directory: all done by the watchdog
