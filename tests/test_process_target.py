@@ -17,6 +17,7 @@ from conformance.errors import TargetError, UsageError
 from conformance.results import read_results, read_run
 from conformance.supervisor import marked_pids
 from conformance.targets import available_launchers, make_target
+from tests.support.kill_loss import unexplained
 from tests.test_e2e_rabbitmq import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +128,9 @@ def test_persist_area_against_the_debian_rabbitmq_process_target(tmp_path: Path)
     recs = [r for r in read_results(out) if r["run_id"] == run["run_id"]]
     verdicts = {(r["requirement"], r.get("variant")): r["verdict"] for r in recs}
     assert len(recs) >= 3 and "unsupported" not in verdicts.values() and "error" not in verdicts.values(), verdicts
-    assert all(v == "pass" for v in verdicts.values()), verdicts  # classic queues on 3.10.8 keep what the profile says
+    # classic queues on 3.10.8 keep what the profile says, but for RabbitMQ's own loss of a queue
+    # declared just before kill -9 (tests.support.kill_loss), which must be said as such
+    assert not unexplained(recs), unexplained(recs)
     log = Path(facts["log"])
     assert log.parent == out and "kill -9" in log.read_text() and "stop (SIGTERM)" in log.read_text()
     # The watchdog stopped every process of the node (beam, epmd, helpers) and removed its directory.

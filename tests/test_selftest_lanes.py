@@ -141,7 +141,12 @@ def test_a_launched_self_test_runs_its_restart_cases_on_a_second_real_node(tmp_p
     m = json.loads((out / "killmatrix.json").read_text())
     assert {"case": "persist/test_restart.py::TestTransientFate::test[classic]", "mutation": "persistence-forced"}.items() <= \
         next(k for k in m["kills"] if k["case"].endswith("TestTransientFate::test[classic]")).items()
-    assert m["false_alarms"] == [] and m["clean_errors"] == []
+    # a clean-run failure may only be RabbitMQ 3.10.8's own loss of a queue at kill -9 (tests.support.kill_loss)
+    from conformance.results import read_results
+    from tests.support.kill_loss import lost_to_kill
+
+    lost = {r["case_id"] for r in read_results(out / "runs" / "clean-restarts") if lost_to_kill(r)}
+    assert set(m["false_alarms"]) <= lost and m["clean_errors"] == [], (m["false_alarms"], lost)
     for facts in nodes.values():  # both nodes stopped, their directories removed
         assert not os.path.exists(facts["node_dir"]), facts
 

