@@ -1,10 +1,10 @@
 """RabbitMQ 3.10.8's own loss on kill -9, which tests against a real node must accept and name.
 
-Measured on this machine (2026-11-24 and 2026-11-25, a private node; declare a durable classic
-queue, publish three persistent messages with confirms, kill -9 at once, start): in 2 of 28 and
-1 of 8 rounds the queue was gone after the start, and ``rabbitmqctl list_queues`` did not list it
-(the queue's record never reached the node's disk: RabbitMQ had confirmed messages in a queue it
-then forgot). The suite's verdict, a fail naming the 404, is right; a test that demanded a pass
+Measured on this machine (2026-11-25, a private node; declare a durable classic queue, publish
+three persistent messages with confirms, kill -9 at once, start): in 3 of 60 and 1 of 8 rounds the
+queue was gone after the start, and ``rabbitmqctl list_queues`` did not list it (its record never
+reached the node's disk: RabbitMQ had confirmed messages in a queue it then forgot). With 2.5 s
+between the confirms and the kill: 0 of 30. The suite's verdict, a fail naming the 404, is right; a test that demanded a pass
 would fail about one run in ten. What it may never be is anything else: another verdict, another
 requirement, a restart (which never loses it), or a quorum queue.
 """
