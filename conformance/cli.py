@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--queue-type", action="append", help="only cases of this queue type, as the profile names them (repeatable)")
     run.add_argument("--repeat", type=int, default=1, help="run every selected case N times: each repetition its own record, a pass rate per case")
     run.add_argument("--workers", "-n", type=int, default=None,
-                     help="parallel worker processes (default: 2 for the whole catalogue on 2+ cores, measured faster by bench/catalogue.py; else 1)")
+                     help="parallel worker processes (default: cores + 1, at most 4, for the whole catalogue on 2+ cores, measured fastest by bench/catalogue.py; else 1)")
     run.add_argument("--case-timeout", type=float, default=60.0, help="deadline per case in seconds (default 60)")
     run.add_argument("--keep-history", action="store_true", help="keep the operation history of passing cases too")
     run.add_argument("--verbose", "-v", action="store_true", help="one plain line per decided case instead of the live progress bar")

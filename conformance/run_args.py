@@ -26,17 +26,31 @@ def activate_packs(args: argparse.Namespace, adapter: str | None = None) -> None
 FILTERS = ("area", "requirement", "exclude_area", "level", "queue_type", "mutation")
 
 
+#: The most worker processes a whole-catalogue run gets by default, whatever the core count: each
+#: worker pays a pytest start-up (~1 s) and the cases that restart the broker hold it exclusively,
+#: so past a few workers the catalogue's ~190 cases gain nothing (4 workers were slower than 3 on
+#: 2 cores). A larger machine that wants more says ``--workers``.
+MAX_DEFAULT_WORKERS = 4
+
+
 def default_workers(args: argparse.Namespace) -> int:
-    """--workers, or when it is left out: 2 for a whole-catalogue run on a machine with 2 or more
-    cores, else 1. Measured with bench/catalogue.py on 2 cores (RabbitMQ 3.10.8, 190 cases, idle):
-    the whole catalogue takes 28.6 s with one worker and 24.6 s with two (the second worker's start
-    pays for itself over ~190 cases); a run of one area or a few requirements is over before a second
-    worker would have started, so it stays in one process. Results are the same either way
+    """--workers, or when it is left out: one more worker than cores (at most MAX_DEFAULT_WORKERS)
+    for a whole-catalogue run on a machine with 2 or more cores, else 1.
+
+    Why one more than the cores: a case's client mostly waits for the broker's answers (a cProfile
+    of the ordinary cases in one worker: 36% of the time in epoll), so a third process on 2 cores
+    fills those waits. Measured with bench/catalogue.py on 2 cores (RabbitMQ 3.10.8, 190 cases,
+    2026-11-25, load 2.0-2.8, same verdicts every run): the whole catalogue in 22.4 / 24.2 s with 2
+    workers, 21.5 / 22.0 s with 3, 24.1 / 24.5 s with 4; the 171 ordinary cases alone at 28.8 /
+    29.0 cases/s with 2, 32.0 / 36.3 with 3, 33.2 / 34.1 with 4 (one worker: 28.6-31.5 s and
+    16-17 cases/s). A run of one area or a few requirements is over before a second worker would
+    have started, so it stays in one process. Results are the same either way
     (tests/test_parallel_equals_serial.py); cases that restart the broker hold it exclusively."""
     if getattr(args, "workers", None) is not None:
         return int(args.workers)
     whole = not any(getattr(args, name, None) for name in FILTERS)
-    return 2 if whole and (os.cpu_count() or 1) >= 2 else 1
+    cores = os.cpu_count() or 1
+    return min(cores + 1, MAX_DEFAULT_WORKERS) if whole and cores >= 2 else 1
 
 
 def pytest_args(args: argparse.Namespace, out: Path, env: dict[str, str] | None = None) -> list[str]:
