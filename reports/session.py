@@ -47,6 +47,15 @@ SQL_CONF = {
     # Spark would run a listing job on the executors first (1.4 s of a million-record report,
     # 200 files); stat-ing a few thousand named files on the driver is faster.
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "10000",
+    # Fewer, larger scan tasks: Spark splits the input into tasks of at most this many bytes, or
+    # fewer than one per core when the input is small (its bytes per core); each task builds its
+    # own partial aggregation of every case it meets (thousands of groups, each with a digest, a
+    # set and a struct), which the reduce side then merges, and the last wave of tasks may leave
+    # a core idle. At Spark's default, 128 MB, a million records (809 MB) were 7 tasks on 2 cores;
+    # at 1 GB they are one per core. The pass (bench data, 1M records, load 1.5-2.5, issue 20):
+    # 16 MB 19.8 s, 32 MB 18.9 s, 128 MB 17.2 / 17.7 / 17.2 s, 256 MB 16.6 s, 1 GB 14.3 / 15.4 /
+    # 15.2 / 15.3 s. A task streams its split line by line, so its size costs no memory.
+    "spark.sql.files.maxPartitionBytes": "1g",
 }
 
 #: Seconds a class archive the JVM writes as it exits (a few seconds' work) must have been left
