@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from reports.class_archive import class_archive_options
+
 #: log4j2 for a quiet session: WARN and above, to the JVM's stderr (which goes to the log file).
 QUIET_LOG4J2 = """status = error
 rootLogger.level = warn
@@ -57,10 +59,6 @@ SQL_CONF = {
     # 15.2 / 15.3 s. A task streams its split line by line, so its size costs no memory.
     "spark.sql.files.maxPartitionBytes": "1g",
 }
-
-#: Seconds a class archive the JVM writes as it exits (a few seconds' work) must have been left
-#: alone before a later run takes it as written.
-CDS_SETTLE_S = 30.0
 
 _log_path: Path | None = None
 #: Set when a pipeline run failed: its Spark log outlives the process (named on stderr).
@@ -116,56 +114,6 @@ def spark_session(master: str | None = None, *, ui: bool = False, app: str = "co
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-def class_archive_options(*, create: bool = True) -> list[str]:
-    """JVM options for an application class-data-sharing archive of the driver (issue 20).
-
-    Why: most of the driver JVM's start is loading and verifying Spark's classes (SparkContext,
-    then the session's analyzer, planner and code generator): 4.4-5.2 s from launch to the first
-    task. Java 17 can map the classes a previous run loaded from an archive instead
-    (``-XX:SharedArchiveFile``): the pass started 2.5 s sooner at a million records (start 2.7-3.6 s
-    instead of 4.5-5.3 s; the report 20.5-24.9 s instead of 23.1-25.4 s, three runs each, load 2-2.7). The first report on a machine (or after a Java or pyspark upgrade: the
-    archive's name has both) asks its JVM to write the archive when it exits
-    (``-XX:ArchiveClassesAtExit``, which makes that one run slower: 36.7 s instead of 21-24 s at a
-    million records; the JVM writes the 165 MB archive after the report's process has exited)
-    under a temporary name; a later
-    run renames it once it has stopped growing, so two reports at once never share a half-written
-    file. A stale or foreign archive is refused by the JVM itself, which then starts as without one.
-    Opt-in, ``CONFORMANCE_SPARK_CDS=1``: the first run's extra 15 s and a 165 MB file in the user's
-    cache are worth it only where reports run again and again on one machine (a gate on a kept CI
-    runner); a one-off report or a fresh CI machine would only pay. ``CONFORMANCE_SPARK_CDS_DIR``
-    moves the cache."""
-    import hashlib
-    import time
-    import uuid
-
-    if os.environ.get("CONFORMANCE_SPARK_CDS", "0").lower() not in ("1", "true", "yes"):
-        return []
-    try:
-        import pyspark
-
-        java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) if os.environ.get("JAVA_HOME") else shutil.which("java")
-        java = os.path.realpath(java or "java")
-        key = hashlib.sha256(f"{java} {os.stat(java).st_mtime_ns} {pyspark.__version__} {os.path.dirname(pyspark.__file__)}".encode()).hexdigest()[:16]
-        folder = Path(os.environ.get("CONFORMANCE_SPARK_CDS_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "conformance" / "spark-cds")
-        folder.mkdir(parents=True, exist_ok=True)
-        archive = folder / f"driver-{key}.jsa"
-        if not archive.is_file():
-            # an archive appears only when its JVM exits: no part yet means none is on its way
-            parts = sorted(folder.glob(f"{archive.name}.*.part"))
-            settled = [p for p in parts if p.stat().st_size > 0 and time.time() - p.stat().st_mtime > CDS_SETTLE_S]
-            if settled:
-                os.replace(settled[0], archive)
-                for extra in settled[1:]:
-                    extra.unlink(missing_ok=True)
-            elif create and not parts:
-                return [f"-XX:ArchiveClassesAtExit={folder / f'{archive.name}.{uuid.uuid4().hex}.part'}"]
-            else:
-                return []
-        return [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
-    except OSError:  # no writable cache: start as before
-        return []
 
 
 def _launch_quiet_gateway(builder: Any) -> None:
