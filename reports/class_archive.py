@@ -88,21 +88,21 @@ def _sample_run(folder: Path) -> None:
     import json
 
     from conformance.catalogue import catalogue
+    from reports.schema import RESULT_FIELDS, RESULT_SCHEMAS
 
     folder.mkdir(parents=True)
+    blank = dict.fromkeys(name for name, _, _ in RESULT_FIELDS)  # every field of the schema, as a real record has
     lines = []
     verdicts = ("pass", "fail", "deviation", "unsupported", "pass", "error")
     for i, req in enumerate(list(catalogue().values())[:24]):
         for attempt in (1, 2):
             verdict = verdicts[(i + attempt) % len(verdicts)]
             lines.append(json.dumps({
-                "schema": "conformance.result/1", "run_id": "sample", "case_id": f"{req.area}/test_x.py::T::test[classic]",
-                "requirement": req.id, "level": req.level, "area": req.area, "queue_type": "classic", "variant": None,
-                "verdict": verdict, "spec_verdict": verdict, "vendor_verdict": verdict, "reason": "", "citation": "",
-                "expected": "expected", "observed": "observed", "duration_s": 0.01 * (i + 1), "attempt": attempt,
-                "finished_at": 1.0e9 + i + attempt, "target": "sample", "product": "Sample", "version": "1", "protocol": "amqp-0-9-1",
-                "adapter": "sample", "profile": "sample", "suite_version": "0", "wire_trace": "C->S basic.ack" if verdict == "fail" else None,
-                "history": "[]"}))
+                **blank, "schema": RESULT_SCHEMAS[0], "run_id": "sample", "case_id": f"{req.area}/test_x.py::T::test[classic]",
+                "requirement": req.id, "level": req.level, "area": req.area, "queue_type": "classic",
+                "verdict": verdict, "spec_verdict": verdict, "vendor_verdict": verdict, "expected": "expected", "observed": "observed",
+                "duration_s": 0.01 * (i + 1), "attempt": attempt, "finished_at": 1.0e9 + i + attempt, "product": "Sample", "version": "1",
+                "protocol": "amqp-0-9-1", "wire_trace": "C->S basic.ack" if verdict == "fail" else None, "history": "[]"}))
     lines.append("{not json")  # the quarantine path too
     (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
 
