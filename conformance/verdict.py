@@ -17,7 +17,7 @@ class Outcome(str, enum.Enum):
     PASS = "pass"
     FAIL = "fail"
     DEVIATION = "deviation"  # documented vendor behaviour that differs from the spec
-    UNSUPPORTED = "unsupported"  # the profile says the broker/queue type lacks the feature
+    UNSUPPORTED = "unsupported"  # not put to the broker, for one of three reasons (conformance.unsupported)
     UNDOCUMENTED = "undocumented"  # the spec leaves it to the broker and the profile has no entry
     ERROR = "error"  # the suite or the infrastructure broke, not the broker
     #: The target broke an assumption the case needs to judge its requirement (conformance.preflight):
@@ -37,6 +37,8 @@ class Verdict:
     spec: str = "n/a"
     reason: str = ""
     citation: str = ""
+    #: For an UNSUPPORTED verdict, which of its three meanings (conformance.unsupported.KINDS).
+    unsupported_kind: str = ""
 
     @property
     def vendor(self) -> str:
@@ -47,7 +49,8 @@ class Verdict:
         return "n/a"
 
     def render(self, requirement_id: str, level: str) -> str:
-        lines = [f"{requirement_id} [{level}] {self.outcome.value.upper()}", f"  Expected: {self.expected}", f"  Actual:   {self.observed}"]
+        kind = f" ({self.unsupported_kind})" if self.unsupported_kind else ""
+        lines = [f"{requirement_id} [{level}] {self.outcome.value.upper()}{kind}", f"  Expected: {self.expected}", f"  Actual:   {self.observed}"]
         if self.reason:
             lines.append(f"  Reason:   {self.reason}")
         if self.citation:
