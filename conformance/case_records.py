@@ -13,7 +13,7 @@ from conformance.catalogue import requirement
 from conformance import liveness  # issue 16: the case deadline named in the record
 from conformance import packs  # issue 19 §2: requirement packs
 from conformance import shared_fault  # issue 20: one broker fault shared by the disruptive cases
-from conformance.secrets import scrub
+from conformance.secrets import scrub, scrub_in_place
 from conformance.verdict import Outcome
 from conformance.case_fixtures import ATTEMPT_ID
 from conformance.case_runner import STASH_RESULT
@@ -54,12 +54,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def _scrub_report(report: pytest.TestReport) -> None:
-    """The report's text through the redaction point (console, junit.xml and Allure read it)."""
+    """The report's text through the redaction point (console, junit.xml and Allure read it).
+
+    The longrepr keeps its type: junitxml asserts that a skip's is a (path, lineno, message) tuple,
+    and the console and JUnit format a failure's repr objects by their class."""
     if report.longrepr is not None:
-        text = report.longreprtext
-        clean = scrub(text)
-        if clean != text:
-            report.longrepr = clean
+        report.longrepr = scrub_in_place(report.longrepr)
     report.sections = [(scrub(title), scrub(body)) for title, body in report.sections]
 
 

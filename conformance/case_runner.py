@@ -13,11 +13,13 @@ from conformance import allure_results
 from conformance.case import Case, CaseContext
 from conformance.capabilities import applicability  # issue 19
 from conformance.catalogue import Requirement, requirement
-from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, TargetError, Unsupported
+from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, DeliveriesMissing, ProtocolViolation, TargetError, Unsupported
+from conformance.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
 from conformance.history import History
 from conformance import deadline, liveness, preflight  # issue 16: preflight, health probe, missing deliveries
 from conformance import shared_fault  # issue 20: one broker fault shared by the disruptive cases
 from conformance.targets import probe_tcp, redact
+from conformance.unsupported import CANNOT_EXPRESS
 from conformance.verdict import Outcome, Verdict, apply_profile
 from conformance.run_state import RunState
 
@@ -54,6 +56,7 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
                 "observed": v.observed,
                 "reason": v.reason,
                 "citation": v.citation,
+                "unsupported_kind": v.unsupported_kind or None,
                 "duration_s": round(time.monotonic() - started, 4),
                 "observations": obs,
                 "history": history.as_records() if keep and history else None,
@@ -73,7 +76,7 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
     why = _not_applicable(req, state, queue_type)
     if why:
         finish(why)
-        pytest.skip(f"{why.outcome.value}: {why.reason}")
+        pytest.skip(f"{why.outcome.value} ({why.unsupported_kind}): {why.reason}")
     blocked = preflight.blocking(state.preflight, req)  # issue 16: at once, never at the deadline
     if blocked is not None:
         finish(blocked)
@@ -92,9 +95,30 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
     except Unsupported as exc:
         ctx.close(True)
         who = f"adapter {state.adapter.name}" if exc.by == "adapter" else f"target {state.target.name if state.target else redact(state.url)}"
-        v = Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"{who}: {exc}")
+        v = unsupported_verdict(exc, req.text, who, state.profile.unsupported_reason(req.id, queue_type))
         finish(v, history, trace=ctx.wire_trace())
-        pytest.skip(f"unsupported: {v.reason}")
+        pytest.skip(f"unsupported ({v.unsupported_kind}): {v.reason}")
+    except ProtocolViolation as exc:
+        ctx.close(True)
+        v = apply_profile(violation_verdict(exc), req.id, queue_type, state.profile)
+        finish(v, history, trace=ctx.wire_trace())
+        if v.outcome is Outcome.FAIL:
+            pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+        pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+    except ChannelClosed as exc:
+        # The broker refused what the case did: the refusal its profile documents, or 540 for what
+        # the specification requires, is a verdict; any other refusal is the case's error below.
+        refused = refusal_verdict(exc, req, state.adapter.protocol, state.profile.unsupported_reason(req.id, queue_type))
+        if refused is None:
+            raise
+        ctx.close(True)
+        v = apply_profile(refused, req.id, queue_type, state.profile)
+        finish(v, history, trace=ctx.wire_trace())
+        if v.outcome is Outcome.UNSUPPORTED:
+            pytest.skip(f"unsupported ({v.unsupported_kind}): {v.observed}")
+        if v.outcome is Outcome.FAIL:
+            pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+        pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
     except BaseException as exc:
         if type(exc).__name__ == "Failed":
             deadline.disarm()  # the deadline is caught: the record below is written undisturbed
@@ -131,12 +155,13 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         raise
     finally:
         ctx.close(interrupted)
-    v = apply_profile(case.verdict(obs, state.profile, queue_type), req.id, queue_type, state.profile)
+    v = observed_refusal(obs, req.text, state.profile.unsupported_reason(req.id, queue_type))  # caught by the case itself
+    v = v or apply_profile(case.verdict(obs, state.profile, queue_type), req.id, queue_type, state.profile)
     finish(v, history, obs, ctx.wire_trace())
     if v.outcome is Outcome.UNDOCUMENTED:
         pytest.skip(f"undocumented: {v.reason}")
-    if v.outcome is Outcome.UNSUPPORTED:  # issue 17: the verdict found the broker untested (e.g. a client-side refusal)
-        pytest.skip(f"unsupported: {v.reason}")
+    if v.outcome is Outcome.UNSUPPORTED:  # the verdict found the broker untested (e.g. a client-side refusal)
+        pytest.skip(f"unsupported ({v.unsupported_kind}): {v.reason}")
     if v.outcome is Outcome.FAIL:
         # the verdict is the whole story: no traceback of the runner's frames before it
         pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
@@ -180,14 +205,14 @@ def _broker_lock(state: RunState, *, exclusive: bool, history: History) -> Itera
 
 def _not_applicable(req: Requirement, state: RunState, queue_type: str | None) -> Verdict | None:
     # --- issue 19: applicability by capability (conformance.capabilities) -------------------------
+    # (a capability the adapter's protocol or the broker's dialect has no way to express)
     why = applicability(req, state.adapter, state.profile)
     if why:
-        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=why)
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=why, unsupported_kind=CANNOT_EXPRESS)
     # --- end issue 19 ---------------------------------------------------------------------------
     if queue_type is not None and queue_type not in state.profile.queue_types:
-        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"profile {state.profile.id} has no queue type {queue_type!r}")
-    doc = state.profile.unsupported_reason(req.id, queue_type)
-    if doc:
-        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=doc.reason, citation=doc.source)
-    return None
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"profile {state.profile.id} has no queue type {queue_type!r}",
+                       unsupported_kind=CANNOT_EXPRESS)
+    # an entry of kind refused runs the case: only the refusal seen on the wire makes it unsupported
+    return profile_skip(state.profile.unsupported_reason(req.id, queue_type), req.text)
 

@@ -2,7 +2,9 @@
 
 A profile never makes a failure pass silently. It can
 - supply the expectation for a requirement the spec leaves to the broker (``entries``),
-- mark a requirement unsupported for some queue types (the case is skipped with that reason),
+- mark a requirement unsupported for some queue types: ``kind: cannot-express`` (the case is skipped
+  with that reason) or ``kind: refused`` with the ``refusal`` the broker answers (the case runs; the
+  refusal seen on the wire makes it unsupported, anything else is judged),
 - document a deviation: a failure whose observed behaviour matches the documented one is reported
   as a deviation, with the citation, instead of a plain failure.
 
@@ -50,6 +52,10 @@ class Documented:
     source: str
     #: For deviations: the observation key the verdict must report for the deviation to apply.
     observed: str | None = None
+    #: For unsupported entries: cannot-express (the case is not run) or refused (the case runs and
+    #: must see ``refusal`` on the wire: a reply code such as "406", or an AMQP 1.0 condition).
+    kind: str = ""
+    refusal: str = ""
 
     def applies(self, requirement: str, queue_type: str | None) -> bool:
         return self.requirement == requirement and (
@@ -120,7 +126,27 @@ def _need(d: dict[str, Any], key: str, where: str) -> Any:
     return d[key]
 
 
-def _documented(items: Any, where: str, with_observed: bool) -> list[Documented]:
+#: What an ``unsupported:`` entry may claim. A profile's word is no refusal seen on the wire: an entry
+#: claiming the broker refuses names the refusal to expect, and the case runs to see it.
+PROFILE_UNSUPPORTED_KINDS = ("cannot-express", "refused")
+
+
+def _unsupported_fields(raw: dict[str, Any], w: str) -> dict[str, str]:
+    kind = raw.get("kind")
+    if kind not in PROFILE_UNSUPPORTED_KINDS:
+        raise UsageError(f"{w}.kind: expected one of {', '.join(PROFILE_UNSUPPORTED_KINDS)} (cannot-express: the broker "
+                         "cannot express the requirement at all; refused: it refuses it cleanly, with 'refusal' to expect)")
+    refusal = raw.get("refusal")
+    if kind == "refused" and (refusal is None or str(refusal).strip() == ""):
+        raise UsageError(f"{w}: kind refused needs 'refusal', the protocol's refusal the case must observe "
+                         "(a reply code such as \"406\", or an AMQP 1.0 condition such as amqp:not-implemented)")
+    if kind == "cannot-express" and (refusal is not None or "refus" in str(raw.get("reason", "")).lower()):
+        raise UsageError(f"{w}: a cannot-express entry is not run, so it cannot claim a refusal; an entry whose broker "
+                         "refuses is kind refused, with the 'refusal' the case must observe")
+    return {"kind": kind, "refusal": "" if refusal is None else str(refusal)}
+
+
+def _documented(items: Any, where: str, with_observed: bool, unsupported: bool = False) -> list[Documented]:
     out = []
     for i, raw in enumerate(items or []):
         w = f"{where}[{i}]"
@@ -136,6 +162,7 @@ def _documented(items: Any, where: str, with_observed: bool) -> list[Documented]
                 reason=str(_need(raw, "reason", w)),
                 source=str(_need(raw, "source", w)),
                 observed=str(_need(raw, "observed", w)) if with_observed else None,
+                **(_unsupported_fields(raw, w) if unsupported else {}),
             )
         )
     return out
@@ -213,7 +240,7 @@ def parse_profile(data: Any, origin: str) -> Profile:
         queue_types=qts,
         entries=entries,
         deviations=_documented(data.get("deviations"), f"{origin}: deviations", True),
-        unsupported=_documented(data.get("unsupported"), f"{origin}: unsupported", False),
+        unsupported=_documented(data.get("unsupported"), f"{origin}: unsupported", False, unsupported=True),
         checked=str(data.get("checked", "")),
         path=origin,
         lacks=_lacks(data.get("lacks"), f"{origin}: lacks"),

@@ -81,6 +81,33 @@ def scrub(text: str) -> str:
     return text
 
 
+def scrub_in_place(value: Any, _seen: set[int] | None = None) -> Any:
+    """``value`` with every string in it scrubbed, each container and object keeping its type.
+
+    For structures a library reads back by type, such as a pytest report's ``longrepr``: a skip's
+    ``(path, lineno, message)`` tuple stays a tuple (JUnit asserts it), a traceback's repr objects
+    keep their class. Lists, dicts and objects are changed in place; tuples and strings are rebuilt."""
+    seen = set() if _seen is None else _seen
+    if isinstance(value, str):
+        return scrub(value)
+    if id(value) in seen or isinstance(value, (bytes, int, float, bool, type(None))):
+        return value
+    seen.add(id(value))
+    if isinstance(value, tuple):
+        items = [scrub_in_place(v, seen) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    if isinstance(value, list):
+        value[:] = [scrub_in_place(v, seen) for v in value]
+    elif isinstance(value, dict):
+        items = [(scrub_in_place(k, seen), scrub_in_place(v, seen)) for k, v in value.items()]
+        value.clear()
+        value.update(items)
+    elif hasattr(value, "__dict__"):
+        for name, attr in list(vars(value).items()):
+            setattr(value, name, scrub_in_place(attr, seen))
+    return value
+
+
 def scrub_bytes(data: bytes) -> bytes:
     try:
         return scrub(data.decode("utf-8")).encode("utf-8")
