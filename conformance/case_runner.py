@@ -105,21 +105,20 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         if v.outcome is Outcome.FAIL:
             pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
         pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
-    except ChannelClosed as exc:
+    except BaseException as exc:
         # The broker refused what the case did: the refusal its profile documents, or 540 for what
         # the specification requires, is a verdict; any other refusal is the case's error below.
-        refused = refusal_verdict(exc, req, state.adapter.protocol, state.profile.unsupported_reason(req.id, queue_type))
-        if refused is None:
-            raise
-        ctx.close(True)
-        v = apply_profile(refused, req.id, queue_type, state.profile)
-        finish(v, history, trace=ctx.wire_trace())
-        if v.outcome is Outcome.UNSUPPORTED:
-            pytest.skip(f"unsupported ({v.unsupported_kind}): {v.observed}")
-        if v.outcome is Outcome.FAIL:
-            pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
-        pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
-    except BaseException as exc:
+        refused = refusal_verdict(exc, req, state.adapter.protocol, state.profile.unsupported_reason(req.id, queue_type)) \
+            if isinstance(exc, ChannelClosed) else None
+        if refused is not None:
+            ctx.close(True)
+            v = apply_profile(refused, req.id, queue_type, state.profile)
+            finish(v, history, trace=ctx.wire_trace())
+            if v.outcome is Outcome.UNSUPPORTED:
+                pytest.skip(f"unsupported ({v.unsupported_kind}): {v.observed}")
+            if v.outcome is Outcome.FAIL:
+                pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+            pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
         if type(exc).__name__ == "Failed":
             deadline.disarm()  # the deadline is caught: the record below is written undisturbed
         cause = None

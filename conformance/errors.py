@@ -24,17 +24,48 @@ class AdapterError(ConformanceError):
 
 
 class Unsupported(AdapterError):
-    """The adapter or protocol cannot express the operation at all (e.g. basic.recover on AMQP 1.0)."""
+    """The case cannot be put to the broker, for one of the three reasons of conformance.unsupported
+    (``kind``); by default the adapter or protocol cannot express the operation at all (e.g.
+    basic.recover on AMQP 1.0).
+
+    ``refusal``: for kind ``refused``, the broker's clean refusal as seen on the wire (reply code and
+    text, AMQP 1.0 error condition, or the attach field it answered), recorded as the observation."""
 
     #: Who lacks the capability, for the report: "adapter" or "target".
     by = "adapter"
+    #: Which meaning of unsupported, when the raiser names none.
+    default_kind = "cannot-express"
+
+    def __init__(self, message: str, *, kind: str | None = None, refusal: str = "") -> None:
+        from conformance.unsupported import REFUSED, check_kind
+
+        super().__init__(message)
+        self.kind = check_kind(kind or self.default_kind, type(self).__name__)
+        if self.kind == REFUSED and not refusal:
+            raise ValueError("an unsupported of kind refused must record the broker's refusal")
+        self.refusal = refusal
 
 
 class TargetCannot(Unsupported):
     """The target cannot do what the case needs: take a fault (an external URL cannot be restarted by
-    the suite), or offer a protocol facility (a broker refusing AMQP 1.0's transaction coordinator)."""
+    the suite; kind ``no-fault``, the default), count or wait on something its protocol gives no way
+    to see (``cannot-express``), or offer an optional protocol facility it refused cleanly
+    (``refused``, e.g. a transaction coordinator link detached with amqp:not-implemented)."""
 
     by = "target"
+    default_kind = "no-fault"
+
+
+class ProtocolViolation(AdapterError):
+    """The broker answered in a way its protocol does not allow (e.g. an AMQP 1.0 declare answered
+    with accepted, when a coordinator may only answer declared or rejected). Never unsupported: the
+    case fails, naming the rule (``rule``: the rule's reference, e.g. "amqp-1.0 4.3 declare error")."""
+
+    def __init__(self, rule: str, *, expected: str, observed: str) -> None:
+        super().__init__(f"{observed} ({rule}: {expected})")
+        self.rule = rule
+        self.expected = expected
+        self.observed = observed
 
 
 class SettlementRefused(AdapterError):
