@@ -48,7 +48,8 @@ class Waits(Queues):
         def check() -> bool:
             last[:] = [self.stats(queue)]
             if last[0].consumers is None:
-                raise TargetCannot(f"waiting for {n} consumer(s) on {queue} needs a consumer count; {last[0].method or 'the broker gives none'}")
+                raise TargetCannot(f"waiting for {n} consumer(s) on {queue} needs a consumer count; {last[0].method or 'the broker gives none'}",
+                                   kind="cannot-express")
             return last[0].consumers == n
 
         self.wait_for(check, f"{queue} to report {n} consumer(s)")

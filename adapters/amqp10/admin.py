@@ -142,7 +142,7 @@ class ProtocolCounter:
 
     def queue_stats(self, name: str) -> QueueStats:
         if self._uncountable is not None:
-            raise TargetCannot(self._uncountable)
+            raise TargetCannot(self._uncountable, kind="cannot-express")
         from adapters.amqp10.proton_adapter import ProtonConsumer
 
         conn = self._connect("counter")
@@ -152,17 +152,17 @@ class ProtocolCounter:
                 browser = ProtonConsumer(session, name, AckMode.MANUAL, None, True, for_get=True)
             except ChannelClosed as exc:
                 self._uncountable = f"counting ready messages of {name} over AMQP 1.0: the broker refused a browsing link ({exc.text})"
-                raise TargetCannot(self._uncountable) from None
+                raise TargetCannot(self._uncountable, kind="cannot-express") from None
             granted = browser.granted.get("distribution-mode")
             if granted != "copy":
                 self._uncountable = (f"counting ready messages over AMQP 1.0 needs a browsing link: asked distribution-mode copy, "
                                      f"{self._product} granted {granted} (acquiring to count would take the messages)")
-                raise TargetCannot(self._uncountable)
+                raise TargetCannot(self._uncountable, kind="cannot-express")
             seen, answered = self._browse_drain(browser)
             if not answered:
                 self._uncountable = (f"counting ready messages over AMQP 1.0: {self._product} granted a browsing link but never "
                                      f"answered a drain of {COUNT_CREDIT} credit within {DRAIN_ANSWER_S:.0f}s (no flow with credit 0)")
-                raise TargetCannot(self._uncountable)
+                raise TargetCannot(self._uncountable, kind="cannot-express")
             # A broker may echo copy and still acquire (RabbitMQ's 3.x plugin does): a second browser,
             # while the first still holds its deliveries unsettled, must see the same messages.
             again, answered = self._browse_drain(ProtonConsumer(session, name, AckMode.MANUAL, None, True, for_get=True))
@@ -170,7 +170,7 @@ class ProtocolCounter:
                 self._uncountable = (f"counting ready messages over AMQP 1.0: {self._product} granted distribution-mode copy, "
                                      f"but a second browser saw {len(again)} of the {len(seen)} messages the first one holds"
                                      f"{'' if answered else ' (its drain unanswered)'}: its browsing acquires, so it cannot count")
-                raise TargetCannot(self._uncountable)
+                raise TargetCannot(self._uncountable, kind="cannot-express")
             return QueueStats(ready=len(seen), consumers=None, method=f"AMQP 1.0 browse-drain of {name}")
         finally:
             conn.close()
@@ -185,7 +185,7 @@ class ProtocolCounter:
             return got, False
         except ChannelClosed as exc:
             self._uncountable = f"counting ready messages over AMQP 1.0: {self._product} ended the session on a drain of a browsing link ({exc.text})"
-            raise TargetCannot(self._uncountable) from None
+            raise TargetCannot(self._uncountable, kind="cannot-express") from None
 
     def departure_barrier(self, name: str) -> str | None:
         start = time.monotonic()

@@ -51,7 +51,7 @@ from conformance.api import (
     ServerInfo,
     Session,
 )
-from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout, SettlementRefused, TargetCannot, Unsupported
+from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout, ProtocolViolation, SettlementRefused, TargetCannot, Unsupported
 from adapters.amqp10.admin import QueueAdmin, admin_for
 
 OP_TIMEOUT_S = 30.0
@@ -79,6 +79,8 @@ OUTCOMES = {"accepted": PnDelivery.ACCEPTED, "released": PnDelivery.RELEASED, "r
 STATE_NAMES = {v: k for k, v in OUTCOMES.items()}
 #: AMQP 1.0 transactions 4.5.5: the declared outcome (descriptor 0x33).
 DECLARED = 0x33
+#: The rule a declare's answer is judged by (conformance/rules/amqp-1.0.yaml).
+DECLARE_RULE = "amqp-1.0 4.3 declare error"
 SETTLE_MODES = {Link.SND_UNSETTLED: "unsettled", Link.SND_SETTLED: "settled", Link.SND_MIXED: "mixed"}
 DIST_MODES = {Terminus.DIST_MODE_UNSPECIFIED: "unspecified", Terminus.DIST_MODE_COPY: "copy", Terminus.DIST_MODE_MOVE: "move"}
 
@@ -235,7 +237,8 @@ class ProtonConsumer(Consumer, _Link):
             # may decline at-most-once (the spec lets it); the link is then not an unreliable one.
             self.close()
             raise TargetCannot(f"asked for an unreliable link from {address} (snd-settle-mode settled); the broker's attach "
-                               f"answered snd-settle-mode {self.granted['snd-settle-mode']}: it offers no at-most-once link")
+                               f"answered snd-settle-mode {self.granted['snd-settle-mode']}: it offers no at-most-once link",
+                               kind="refused", refusal=f"attach answered snd-settle-mode {self.granted['snd-settle-mode']} (asked settled)")
         if not for_get:
             self.link.flow(self.window or WINDOW)
             session._loop.pump()
@@ -576,7 +579,10 @@ class ProtonSession(Session):
         try:
             c.open("a transaction coordinator link")
         except ChannelClosed as exc:
-            raise TargetCannot(f"the broker refused the transaction coordinator ({exc.text})") from None
+            # Transactions 4.3: a resource that has no coordinator refuses the control link at attach
+            # (a detach carrying an error such as amqp:not-implemented): a clean refusal.
+            raise TargetCannot(f"the broker refused the transaction coordinator ({exc.text})", kind="refused",
+                               refusal=f"attach of a link to the transaction coordinator answered with detach: {exc.text}") from None
         self._coordinator = c
         self._declare()
 
@@ -594,13 +600,16 @@ class ProtonSession(Session):
 
     def _declare(self) -> None:
         d = self._control(Described(symbol("amqp:declare:list"), [None]), "declare")
-        # AMQP 1.0 transactions 4.5.1/4.5.5: a coordinator answers declare with the declared outcome
-        # carrying the txn-id. Any other answer (a plain node accepting the declare as a message) is
-        # no transaction at all, and whatever "transactional" work followed would be plain work.
+        # AMQP 1.0 transactions 4.3: a coordinator answers declare with the declared outcome carrying
+        # the txn-id, or, if it cannot, rejects it with a transaction-error (rejected is handled by
+        # _control). A broker that attached the coordinator link and then answers anything else (a
+        # plain node accepting the declare as a message) breaks the protocol: it did not decline
+        # transactions, and whatever "transactional" work followed would be plain work.
         if d.remote_state != DECLARED or not d.remote.data:
             name = STATE_NAMES.get(d.remote_state, f"state 0x{d.remote_state:x}" if d.remote_state else "no outcome")
-            raise TargetCannot(f"the broker attached a link to the transaction coordinator but answered declare with {name}, "
-                               "not declared with a txn-id: it has no transactions")
+            raise ProtocolViolation(DECLARE_RULE, expected="declare answered with declared (carrying a txn-id), or rejected with a transaction-error",
+                                    observed=f"the broker attached a link to the transaction coordinator, then answered declare with {name}"
+                                             + (" (declared without a txn-id)" if d.remote_state == DECLARED else ""))
         self._txn = d.remote.data[0]
 
     def commit(self) -> None:

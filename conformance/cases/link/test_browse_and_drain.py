@@ -26,7 +26,9 @@ class TestBrowseNonDestructive(Case):
             b = session.consume(q, browse=True, prefetch=1)
             granted = b.granted.get("distribution-mode")
             if granted != "copy":
-                raise TargetCannot(f"the broker granted distribution-mode {granted} to a browser (asked copy): it does not browse")
+                # 3.5.3: the sender's attach sets the distribution-mode actually in place: a clean refusal
+                raise TargetCannot(f"the broker granted distribution-mode {granted} to a browser (asked copy): it does not browse",
+                                   kind="refused", refusal=f"attach answered distribution-mode {granted} (asked copy)")
             seen = b.next(WAIT_S)
             # The delivery was sent, so whatever the broker does to the queue for it is done.
             ready = ctx.stats(q).ready

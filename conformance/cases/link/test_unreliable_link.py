@@ -15,6 +15,7 @@ from conformance.errors import ChannelClosed, SettlementRefused
 from conformance.profile import Profile
 from conformance.redelivery import describe, expectation, is_amqp10, marks, signal_of, wrong_on_first, wrong_on_redelivery
 from conformance.verdict import Outcome, Verdict, first_failure, fmt, holds
+from conformance.unsupported import CANNOT_EXPRESS
 
 class TestReliableLinkRedelivered(Case):
     requirement = "LINK-RELIABLE-REDELIVERED"
@@ -111,12 +112,17 @@ class TestUnreliableLinkNoSettle(Case):
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         who = obs["answer"]["refused_by"]
         if who == "client":
-            # Our own adapter refused before anything reached the wire: the broker was never tested,
-            # so this is no pass (and no fail): the case could not be put to the broker.
+            # Our own adapter refused before anything reached the wire, so the refusal half was never
+            # put to the broker (the protocol cannot express it: cannot-express). The other half was:
+            # a message the broker settled at send must not come back, and that is still judged.
+            back = returned_exactly(obs["after"], [], what="after the client's refusal and a disconnect")
+            if back.outcome is not Outcome.PASS:
+                return back
             return Verdict(Outcome.UNSUPPORTED, expected="the broker refuses to settle a pre-settled delivery, and the message does not come back",
-                           observed=f"not sent: the client refused it ({obs['answer']['text']})",
+                           observed=f"not sent: the client refused it ({obs['answer']['text']}); nothing came back after a disconnect",
                            reason="the adapter's client cannot put a settlement of a delivery settled at send on the wire "
-                                  "(AMQP 1.0: a delivery the sender settled no longer exists at either end), so the broker is not tested")
+                                  "(AMQP 1.0: a delivery the sender settled no longer exists at either end), so the broker is not tested",
+                           unsupported_kind=CANNOT_EXPRESS)
         return first_failure(
             holds(who == "broker", expected="settling a pre-settled delivery is refused by the broker",
                   observed=f"refused by the {who}: {obs['answer']['text']}" if who else "accepted without complaint",

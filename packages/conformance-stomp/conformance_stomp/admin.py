@@ -80,7 +80,8 @@ class BrowseCounter(_Created):
                 try:
                     d = browser.next(max(0.0, end - time.monotonic()))
                 except OperationTimeout:
-                    raise TargetCannot(f"counting {name} by a browsing SUBSCRIBE: no MESSAGE with browser:end within {BROWSE_S:g}s") from None
+                    raise TargetCannot(f"counting {name} by a browsing SUBSCRIBE: no MESSAGE with browser:end within {BROWSE_S:g}s",
+                                       kind="cannot-express") from None
                 if d.headers.get("browser") == "end":
                     return QueueStats(ready=seen, consumers=None,
                                       method=f"STOMP browse of {name} (unacknowledged messages, held ones included)")
@@ -96,7 +97,8 @@ class Amqp091Side:
         self.conn = conn
         port = conn.options.get("amqp-port")
         if not port:
-            raise TargetCannot(f"{conn.server.product} counts over AMQP 0-9-1, but the STOMP URL has no amqp-port option")
+            raise TargetCannot(f"{conn.server.product} counts over AMQP 0-9-1, but the STOMP URL has no amqp-port option",
+                               kind="cannot-express")
         parts = urlsplit(conn.url)
         netloc = parts.netloc.rsplit(":", 1)[0] + f":{port}"
         self.url = urlunsplit(("amqp", netloc, "/" + conn.options.get("vhost", "%2F"), "", ""))
