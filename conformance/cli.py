@@ -361,7 +361,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     argv = pytest_args(args, out)
     debug = bool(getattr(args, "debug", False))
-    out.mkdir(parents=True, exist_ok=True)
+    from conformance import run_folder
+
+    moved = run_folder.prepare(out)  # after the options are checked: a typo moves nothing
+    if moved:
+        print(moved)
     console = Console.for_stdout(verbose=bool(args.verbose) or debug)  # --debug: pytest prints too; a bar would be torn
     code = pytest.main(argv, plugins=[RunProgress(console, out, debug=debug, log=None if debug else out / PYTEST_LOG)])
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED):
