@@ -443,6 +443,10 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
         table.add_row(area, level, *[str(by.get((area, level, v), 0) or "") for v in verdicts])
     console.print(table)
     _print_pass_rates(console, records)
+    from conformance.unsupported import tally
+
+    if tally(records):  # which of its three meanings each unsupported case has
+        console.print(tally(records), markup=False, highlight=False)
     problems = [r for r in records if r["verdict"] in ("fail", "error", "blocked", "deviation")]
     if problems:  # their Expected / Actual blocks were printed as each was decided (conformance.progress)
         console.print(f"{len(problems)} case(s) to read (deviations: documented vendor behaviour); "

@@ -67,7 +67,9 @@ def case_block(record: dict[str, Any], out: Path | None, *, debug: bool = False)
 
 def case_line(record: dict[str, Any]) -> str:
     """The plain form's line for one decided case: verdict, case id, requirement."""
-    return scrub(f"{str(record.get('verdict', '?')).upper():<12} {record.get('case_id', '')}  {record.get('requirement')} [{record.get('level')}]")
+    from conformance.unsupported import label
+
+    return scrub(f"{label(record).upper():<12} {record.get('case_id', '')}  {record.get('requirement')} [{record.get('level')}]")
 
 
 def counts_text(counts: Counter[str]) -> str:

@@ -61,7 +61,7 @@ def cells(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "spec_verdict": NAMES[min(a.pop("_s"), len(VERDICTS))], "vendor_verdict": NAMES[min(a.pop("_d"), len(VERDICTS))],
                     "records": a["records"], "cases": a["cases"], "runs": len(a.pop("_runs")), "passes": a["passes"], "decided": a["decided"],
                     "pass_rate": a["passes"] / a["decided"] if a["decided"] else None,
-                    **{k: worst.get(k) for k in ("case_id", "expected", "observed", "wire_trace", "reason", "citation")}})
+                    **{k: worst.get(k) for k in ("case_id", "expected", "observed", "wire_trace", "reason", "citation", "unsupported_kind")}})
     return out
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.schema import VERDICTS
+from conformance import unsupported
 
 #: The folder of the pages inside the report folder (relative links keep the report one offline folder).
 PAGES_DIR = "cases"
@@ -92,7 +93,7 @@ def render_page(cell: dict[str, Any], title: str, cases: list[dict[str, Any]]) -
 
     reqs = catalogue()
     e = html.escape
-    verdict = "flaky" if cell.get("flaky") else str(cell.get("verdict"))
+    verdict = "flaky" if cell.get("flaky") else unsupported.label(cell)
     parts = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{e(str(cell['requirement']))} on {e(title)}</title><style>{STYLE}</style></head><body>",
              '<p><a href="../report.html#matrix">&larr; compliance matrix</a></p>',
@@ -108,7 +109,7 @@ def render_page(cell: dict[str, Any], title: str, cases: list[dict[str, Any]]) -
                   "protocol": cell.get("protocol"), "product": cell.get("product"), "version": cell.get("version")}
         seen = ", ".join(f"{v} {n}" for v, n in rec.get("verdict_counts", {}).items())
         parts.append(f'<section class="case"><h2 id="{e(str(rec["case_id"]))}">{e(str(rec["case_id"]))} '
-                     f'<span class="v {e(str(rec.get("verdict")))}">{e(str(rec.get("verdict")))}</span></h2>'
+                     f'<span class="v {e(str(rec.get("verdict")))}">{e(unsupported.label(rec))}</span></h2>'
                      f'<p class="muted">{rec.get("attempts")} attempt(s): {e(seen)}</p>')
         for s in sections(run, record, reqs.get(str(rec.get("requirement")))):
             parts.append(f"<h3>{e(s.title)}</h3><pre>{e(chr(10).join(s.lines))}</pre>")

@@ -39,14 +39,14 @@ DURATION_KEYS = ("column", "area")
 SOURCE_KEYS = ("source", "status", "run_id")
 #: Record fields a case page shows, carried in the latest attempt's struct (reports.case_pages).
 LATEST_FIELDS = ("run_id", "attempt", "verdict", "spec_verdict", "vendor_verdict", "expected", "observed",
-                 "reason", "citation", "variant", "duration_s", "level", "history", "wire_trace")
+                 "reason", "citation", "variant", "duration_s", "level", "history", "wire_trace", "unsupported_kind")
 #: The latest record's fields the pass carries: the others are the same for every record its row
 #: could come from (run id and attempt are in its ordering key; verdict and level are group keys),
 #: so fold_cases puts them back. Issue 20: max_by copies this struct on (nearly) every record.
 LATEST_CARRIED = tuple(f for f in LATEST_FIELDS if f not in ("run_id", "attempt", "verdict", "level"))
 #: What a matrix cell links to as its worst case: rank first, so the struct's minimum is the worst;
 #: then the case and the latest attempt of that verdict, whose fields are shown.
-WORST_FIELDS = ("_v", "case_id", "_order", "expected", "observed", "wire_trace", "reason", "citation")
+WORST_FIELDS = ("_v", "case_id", "_order", "expected", "observed", "wire_trace", "reason", "citation", "unsupported_kind")
 
 
 def sql_text(value: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from reports.case_pages import page_path
 from reports.schema import LEVELS, VERDICTS
+from conformance import unsupported
 
 TEMPLATES = Path(__file__).with_name("templates")
 PROBLEM_VERDICTS = ("fail", "error", "blocked", "deviation")
@@ -128,7 +129,7 @@ def context(result: dict[str, Any]) -> dict[str, Any]:
     details = []
     for c in cells:
         c = dict(c)
-        c["label"] = flaky_label(c) if c.get("flaky") else c["verdict"]
+        c["label"] = flaky_label(c) if c.get("flaky") else unsupported.label(c)  # "unsupported (refused)"
         c["page"] = page_path(c)  # issue 22: every cell links to its page (reports.case_pages)
         if c["verdict"] in PROBLEM_VERDICTS:
             c["anchor"] = _anchor(c)

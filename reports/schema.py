@@ -32,6 +32,7 @@ RESULT_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("vendor_verdict", "string", "the verdict against the broker's documented behaviour (profile)"),
     ("reason", "string", "why a deviation/unsupported/undocumented (the profile entry)"),
     ("citation", "string", "the source of that reason"),
+    ("unsupported_kind", "string", "for an unsupported verdict, which of its three meanings: cannot-express, refused or no-fault"),
     ("expected", "string", "what the requirement demands, in protocol terms"),
     ("observed", "string", "what the broker did, in protocol terms"),
     ("duration_s", "double", "time the case took"),
