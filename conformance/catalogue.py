@@ -30,6 +30,17 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """The behaviour a requirement takes as right for one profile key (conformance/profile_keys.yaml),
+    and the spec rule, seed or vendor text it rests on. An observation equal to one of ``values``
+    passes; a profile can only explain a difference from it (a deviation), never make it a pass."""
+
+    key: str
+    values: tuple[Any, ...]
+    source: str
+
+
+@dataclass(frozen=True)
 class Requirement:
     id: str
     level: str
@@ -37,8 +48,8 @@ class Requirement:
     area: str
     sources: tuple[Source, ...]
     protocols: tuple[str, ...] = ()
-    #: Profile entry that defines the expectation, for requirements the spec leaves to the broker.
-    profile_entry: str | None = None
+    #: The reference value of each profile key its cases judge by (conformance.reference).
+    reference: tuple[Reference, ...] = field(default=(), compare=False, hash=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     #: Spec rules (conformance/rules/) the requirement operationalises, per protocol; the first of a
     #: protocol gives the level over that protocol (issue 17).
@@ -65,6 +76,9 @@ class Requirement:
 
     def citation(self) -> str:
         return "; ".join(str(s) for s in self.sources)
+
+    def reference_for(self, key: str) -> Reference | None:
+        return next((r for r in self.reference if r.key == key), None)
 
 
 @dataclass(frozen=True)
@@ -97,7 +111,7 @@ def _parse_area(data: Any, origin: str, pack: Any = None) -> Area:
                 raise UsageError(f"{where} ({rid}): each source needs kind ({'/'.join(SOURCE_KINDS)}) and ref")
             sources.append(Source(kind=s["kind"], ref=str(s["ref"]), url=s.get("url")))
         rules = _parse_rules(raw.get("rules"), where, rid)
-        known = {"id", "level", "text", "sources", "protocols", "profile_entry", "rules", "needs"}
+        known = {"id", "level", "text", "sources", "protocols", "reference", "rules", "needs"}
         from conformance.capabilities import check_names  # issue 19: applicability by capability
 
         if "needs" not in raw:  # an omitted list would make the requirement apply to every protocol
@@ -111,7 +125,7 @@ def _parse_area(data: Any, origin: str, pack: Any = None) -> Area:
                 area=area,
                 sources=tuple(sources),
                 protocols=tuple(raw.get("protocols") or ()),
-                profile_entry=raw.get("profile_entry"),
+                reference=_parse_reference(raw.get("reference"), where, rid),
                 extra={k: v for k, v in raw.items() if k not in known},
                 rules=rules,
                 needs=needs,
@@ -123,6 +137,57 @@ def _parse_area(data: Any, origin: str, pack: Any = None) -> Area:
 
 
 LEVEL_ORDER = ("EXTENSION", "MAY", "SHOULD", "MUST")
+
+
+def _parse_reference(raw: Any, where: str, rid: str) -> tuple[Reference, ...]:
+    """``reference: {<profile key>: {value: V | values: [V, ...], source: ...}}``: every value one the
+    key's schema allows, every key one whose verdicts are judged against a reference."""
+    if raw is None:
+        return ()
+    from conformance.profile_keys import entry_problem, profile_keys
+
+    if not isinstance(raw, dict):
+        raise UsageError(f"{where} ({rid}): reference must map profile keys to value (or values) and source")
+    out = []
+    for key, spec in raw.items():
+        w = f"{where} ({rid}) reference.{key}"
+        schema = profile_keys().get(str(key))
+        if schema is None:
+            raise UsageError(f"{w}: unknown profile key (see `conformance list --profile-keys`)")
+        if schema.judged != "reference":
+            raise UsageError(f"{w}: the key is judged by {schema.judged}, not against a requirement's reference")
+        if not isinstance(spec, dict) or ("value" in spec) == ("values" in spec) or not spec.get("source"):
+            raise UsageError(f"{w}: needs value (or values: a list of equally right ones) and source")
+        values = [spec["value"]] if "value" in spec else spec["values"]
+        if not isinstance(values, list) or not values:
+            raise UsageError(f"{w}: values must be a non-empty list")
+        for v in values:
+            problem = entry_problem(str(key), v)
+            if problem:
+                raise UsageError(f"{w}: {problem}")
+        out.append(Reference(key=str(key), values=tuple(values), source=" ".join(str(spec["source"]).split())))
+    return tuple(out)
+
+
+def check_references(reqs: dict[str, Requirement]) -> None:
+    """Every requirement that reads a reference-judged profile key states its reference, and the
+    requirements that share a key agree on it (one behaviour is right, whoever asks)."""
+    from conformance.profile_keys import profile_keys
+
+    for key, spec in profile_keys().items():
+        if spec.judged != "reference":
+            continue
+        seen: dict[str, tuple[Any, ...]] = {}
+        for rid in spec.read_by:
+            req = reqs.get(rid)
+            if req is None:
+                continue
+            ref = req.reference_for(key)
+            if ref is None:
+                raise UsageError(f"{rid}: its cases judge by profile key {key}, but the requirement states no reference for it")
+            seen[rid] = ref.values
+        if len({repr(v) for v in seen.values()}) > 1:
+            raise UsageError(f"requirements disagree on the reference of {key}: {seen}")
 
 
 def _parse_rules(raw: Any, where: str, rid: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -183,6 +248,7 @@ def catalogue() -> dict[str, Requirement]:
                 raise UsageError(f"duplicate requirement id {r.id}" + (f" (already in {'pack ' + first if first else 'the core catalogue'})" if r.pack else ""))
             check_levels(r)
             out[r.id] = r
+    check_references(out)
     return out
 
 
@@ -226,7 +292,7 @@ def catalogue_digest() -> str:
     import json
 
     rows = [
-        [r.id, r.level, r.area, r.text, list(r.protocols), r.profile_entry or "", [[s.kind, s.ref] for s in r.sources],
+        [r.id, r.level, r.area, r.text, list(r.protocols), [[x.key, list(x.values), x.source] for x in r.reference], [[s.kind, s.ref] for s in r.sources],
          [[p, list(ids)] for p, ids in r.rules], list(r.needs)] + ([r.pack, list(r.wire_protocols)] if r.pack else [])
         for r in sorted(catalogue().values(), key=lambda r: r.id)
     ]

@@ -154,8 +154,8 @@ def sections(run: dict[str, Any], record: dict[str, Any], req: Requirement | Non
         head += [f"source ({s.kind}): {s}" for s in req.sources]
         for proto, ids in req.rules:
             head.append(f"spec rules ({proto}): {', '.join(ids)}")
-        if req.profile_entry:
-            head.append(f"profile entry: {req.profile_entry}")
+        for ref in req.reference:
+            head.append(f"reference: {ref.key} = {' or '.join(map(str, ref.values))} ({ref.source})")
     else:
         head.append("text: (not in this suite's catalogue: the run used another catalogue version)")
     case = [

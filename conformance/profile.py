@@ -40,6 +40,9 @@ PROFILE_GROUP = "conformance.profiles"
 class Entry:
     value: Any
     source: str
+    #: Why the broker differs from the requirement's reference, when it does (conformance.reference):
+    #: with it the entry documents a deviation; without it a differing entry is refused.
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -217,13 +220,13 @@ def parse_profile(data: Any, origin: str) -> Profile:
             raise UsageError(f"{w}: expected a mapping with value and source")
         by_qt: dict[str | None, Entry] = {}
         if "value" in raw:
-            by_qt[None] = Entry(raw["value"], str(_need(raw, "source", w)))
+            by_qt[None] = Entry(raw["value"], str(_need(raw, "source", w)), " ".join(str(raw.get("reason") or "").split()))
         if not isinstance(raw.get("by_queue_type") or {}, dict):
             raise UsageError(f"{w}.by_queue_type: expected a mapping of queue type to value and source")
         for qt, sub in (raw.get("by_queue_type") or {}).items():
             if not isinstance(sub, dict) or "value" not in sub:
                 raise UsageError(f"{w}.by_queue_type.{qt}: needs value and source")
-            by_qt[qt] = Entry(sub["value"], str(_need(sub, "source", f"{w}.by_queue_type.{qt}")))
+            by_qt[qt] = Entry(sub["value"], str(_need(sub, "source", f"{w}.by_queue_type.{qt}")), " ".join(str(sub.get("reason") or "").split()))
         if not by_qt:
             raise UsageError(f"{w}: no value")
         for qt, e in by_qt.items():
@@ -269,7 +272,13 @@ def load_profile_file(path: Path) -> Profile:
         data = yamlio.safe_load(path.read_text())
     except (OSError, yaml.YAMLError, ValueError) as exc:
         raise UsageError(f"{path}: cannot read profile: {' '.join(str(exc).split())}") from None
-    return parse_profile(data, str(path))
+    profile = parse_profile(data, str(path))
+    from conformance.reference import profile_problems  # the references live in the catalogue, which imports no profile
+
+    problems = profile_problems(profile)
+    if problems:
+        raise UsageError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    return profile
 
 
 @cache

@@ -15,6 +15,8 @@ from typing import Any
 from conformance import yamlio
 
 KINDS = ("choice", "list", "choice-or-int", "choice-or-map")
+#: How a key's value enters a verdict (see the head of conformance/profile_keys.yaml).
+JUDGED = ("reference", "vendor", "promise")
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class KeySpec:
     values: dict[str, str]
     read_by: tuple[str, ...]
     map_keys: tuple[str, ...] = ()
+    judged: str = "reference"
 
     def problem(self, value: Any) -> str | None:
         """None when ``value`` is allowed, else why not (for a one-line error)."""
@@ -57,6 +60,8 @@ def parse_schema(data: Any) -> dict[str, KeySpec]:
     for name, raw in data["keys"].items():
         if raw.get("kind") not in KINDS or not isinstance(raw.get("values"), dict) or not raw.get("meaning"):
             raise ValueError(f"profile key schema: {name}: needs meaning, kind (one of {KINDS}) and values")
+        if raw.get("judged") not in JUDGED:
+            raise ValueError(f"profile key schema: {name}: judged must be one of {JUDGED}")
         out[name] = KeySpec(
             name=name,
             meaning=str(raw["meaning"]),
@@ -64,6 +69,7 @@ def parse_schema(data: Any) -> dict[str, KeySpec]:
             values={str(k): str(v) for k, v in raw["values"].items()},
             read_by=tuple(raw.get("read_by") or ()),
             map_keys=tuple(raw.get("map_keys") or ()),
+            judged=raw["judged"],
         )
     return out
 
@@ -87,7 +93,7 @@ def render_keys() -> str:
     """The table as plain text (for `conformance list --profile-keys` and docs)."""
     lines = []
     for spec in profile_keys().values():
-        lines.append(f"{spec.name}  [{spec.kind}]  read by {', '.join(spec.read_by) or '-'}")
+        lines.append(f"{spec.name}  [{spec.kind}, judged by {spec.judged}]  read by {', '.join(spec.read_by) or '-'}")
         lines.append(f"    {spec.meaning}")
         if spec.map_keys:
             lines.append(f"    value may be a mapping of {', '.join(spec.map_keys)} to one of:")

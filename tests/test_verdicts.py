@@ -75,6 +75,10 @@ class Example:
     queue_type: str | None = "classic"
     profile: Profile = field(default_factory=lambda: RABBIT)
     marks: tuple[Any, ...] = field(default=())
+    #: What a behaviour the requirement allows is judged: "pass" when it equals the reference,
+    #: "deviation" when it differs as the profile documents (conformance.reference), "unsupported"
+    #: for a clean refusal of an optional feature.
+    outcome: str = "pass"
 
     @property
     def id(self) -> str:
@@ -210,16 +214,28 @@ def documented_policy(variant: str, queue_type: str) -> str:
     return str(entry.value)
 
 
+#: ACK-REQUEUE-POSITION's reference (conformance/requirements/ack.yaml): back at the original place.
+REFERENCE_POLICY = "publication-order"
+
+
 def requeue_good() -> list[Example]:
+    """What RabbitMQ documents for each variant and queue type: a pass where that is the reference, a
+    deviation (with the profile's reason and citation) where it differs."""
     return [
         Example(
             "TestRequeuePosition",
             f"{variant}-{qt}-{documented_policy(variant, qt)}",
             requeue_obs(variant, POLICY_ORDER[documented_policy(variant, qt)]),
             queue_type=qt,
+            outcome="pass" if documented_policy(variant, qt) == REFERENCE_POLICY else "deviation",
         )
         for variant in REQUEUE_VARIANTS
         for qt in RABBIT.queue_types
+    ] + [
+        # the reference passes whatever a profile documents for the queue type
+        Example("TestRequeuePosition", f"{variant}-quorum-reference-despite-{documented_policy(variant, 'quorum')}",
+                requeue_obs(variant, POLICY_ORDER[REFERENCE_POLICY]), queue_type="quorum")
+        for variant in REQUEUE_VARIANTS
     ]
 
 
@@ -230,7 +246,7 @@ def requeue_violations() -> list[Example]:
             policy = documented_policy(variant, qt)
             expected = POLICY_ORDER[policy]
             for other, order in POLICY_ORDER.items():
-                if other != policy:
+                if other not in (policy, REFERENCE_POLICY):
                     out.append(Example("TestRequeuePosition", f"{variant}-{qt}-{other}-instead-of-{policy}", requeue_obs(variant, order), qt))
             lost = [m for m in expected if m != "m1"]
             out.append(Example("TestRequeuePosition", f"{variant}-{qt}-requeued-m1-lost", requeue_obs(variant, lost), qt))
@@ -445,8 +461,12 @@ GOOD: list[Example] = good_examples()
 def assert_passes(ex: Example) -> None:
     """The contract for a compliant observation, shared by every verdict-test module."""
     v = ex.judge()
-    assert v.outcome is Outcome.PASS, v.render(CASES[ex.case].requirement, "?")
+    assert v.outcome.value == ex.outcome, v.render(CASES[ex.case].requirement, "?")
     assert v.expected and v.observed
+    if v.outcome is Outcome.DEVIATION:
+        assert v.reason and v.citation, "a deviation says why the broker differs and cites where it is documented"
+    if v.outcome is Outcome.UNSUPPORTED:
+        assert v.unsupported_kind, "an unsupported verdict names its kind"
 
 
 def assert_fails(ex: Example, shows: str | None = None) -> None:
@@ -498,25 +518,28 @@ def test_example_names_are_unique() -> None:
         assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
 
 
-def test_requeue_position_cites_the_profile_entry() -> None:
+def test_requeue_position_cites_the_reference_or_the_profile_entry() -> None:
+    from conformance.catalogue import requirement
+
     for ex in requeue_good():
         v = ex.judge()
         entry = RABBIT.entry(f"requeue.position.{ex.obs['variant']}", ex.queue_type)
         assert entry is not None
-        assert v.citation == entry.source
+        if v.outcome is Outcome.DEVIATION:
+            assert v.citation == entry.source and v.reason.startswith(entry.reason)
+        else:
+            assert v.citation == requirement("ACK-REQUEUE-POSITION").reference_for(f"requeue.position.{ex.obs['variant']}").source
         assert v.spec == "n/a", "the spec leaves the requeue position to the broker"
 
 
 @pytest.mark.parametrize("variant", REQUEUE_VARIANTS)
 @pytest.mark.parametrize("queue_type", [None, *BASELINE.queue_types])
-def test_requeue_position_without_profile_entry_is_undocumented(variant: str, queue_type: str | None) -> None:
+def test_requeue_position_without_profile_entry_is_judged_by_the_reference(variant: str, queue_type: str | None) -> None:
     assert not BASELINE.entries
     case = CASES["TestRequeuePosition"]()
-    for order in POLICY_ORDER.values():
+    for policy, order in POLICY_ORDER.items():
         v = case.verdict(requeue_obs(variant, order), BASELINE, queue_type)
-        assert v.outcome is Outcome.UNDOCUMENTED
-        assert f"requeue.position.{variant}" in v.reason
-        assert v.vendor == "n/a"
+        assert v.outcome is (Outcome.PASS if policy == REFERENCE_POLICY else Outcome.FAIL), policy
 
 
 # -- apply_profile -------------------------------------------------------------------------------

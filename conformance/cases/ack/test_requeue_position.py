@@ -1,4 +1,6 @@
-"""Where a requeued message goes: AMQP 0-9-1 leaves it to the broker, the profile documents it.
+"""Where a requeued message goes: back at its original place (the seed's and RabbitMQ's documented
+intent; AMQP 0-9-1 leaves it to the broker). A broker that puts it elsewhere deviates only where its
+profile documents that place, with the reason and a citation.
 
 Two consumers with prefetch 1 hold m1 (A) and m2 (B) while m3, m4 wait. B returns its message
 first, then A. The resulting order tells the three documented policies apart:
@@ -7,11 +9,12 @@ publication-order [m1 m2 m3 m4], head-in-return-order [m2 m1 m3 m4], tail-in-ret
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Any, Mapping
 
 from conformance.case import Case, CaseContext, Obs
 from conformance.profile import Profile
-from conformance.verdict import Verdict, same, undocumented
+from conformance.reference import judge
+from conformance.verdict import Verdict, same
 
 POLICIES = ("publication-order", "head-in-return-order", "tail-in-return-order")
 
@@ -63,9 +66,10 @@ class TestRequeuePosition(Case):
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         key = f"requeue.position.{obs['variant']}"
-        entry = profile.entry(key, queue_type)
-        if entry is None:
-            return undocumented(key, profile)
-        expected = expected_order(entry.value, obs["published"], obs["returned"])
-        v = same(expected, obs["order"], what=f"delivery order after requeue ({entry.value})", spec=False)
-        return replace(v, citation=entry.source)
+
+        def check(values: Mapping[str, Any]) -> Verdict:
+            policy = values[key]
+            expected = expected_order(policy, obs["published"], obs["returned"])
+            return same(expected, obs["order"], what=f"delivery order after requeue ({policy})", spec=False)
+
+        return judge(self.requirement, profile, queue_type, [key], check)

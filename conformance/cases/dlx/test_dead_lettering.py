@@ -6,13 +6,14 @@ every dead-letter queue is then drained with a sentinel, so an extra or a missin
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from conformance.api import AckMode
 from conformance.case import Case, CaseContext, Obs
 from conformance.profile import Profile
+from conformance.reference import judge
 from conformance.scenarios import FIRST_DEATH, LAST_DEATH, dead_obs
-from conformance.verdict import Verdict, first_failure, fmt, holds, same, undocumented
+from conformance.verdict import Verdict, first_failure, fmt, holds, same
 
 REASON = {"rejected": "rejected", "nacked": "rejected", "expired": "expired", "maxlen": "maxlen"}
 
@@ -155,15 +156,17 @@ class TestLastDeath(Case):
         return {"source": q, "dead": collect(ctx, dlq, source=q)}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        entry = profile.entry("dead-letter.last-death-headers", queue_type)
-        if entry is None:
-            return undocumented("dead-letter.last-death-headers", profile)
         if not obs["dead"]:
             return one_copy(obs["dead"], "m1")
         got = {k: obs["dead"][0]["headers"].get(k) for k in LAST_DEATH}
-        want = ({"x-last-death-queue": obs["source"], "x-last-death-reason": "rejected", "x-last-death-exchange": ""}
-                if entry.value == "present" else dict.fromkeys(LAST_DEATH))
-        return same(want, got, what=f"x-last-death-* ({entry.value} per profile)", spec=False)
+
+        def check(values: Mapping[str, Any]) -> Verdict:
+            headers = values["dead-letter.last-death-headers"]
+            want = ({"x-last-death-queue": obs["source"], "x-last-death-reason": "rejected", "x-last-death-exchange": ""}
+                    if headers == "present" else dict.fromkeys(LAST_DEATH))
+            return same(want, got, what=f"x-last-death-* ({headers})", spec=False)
+
+        return judge(self.requirement, profile, queue_type, ["dead-letter.last-death-headers"], check)
 
 
 class TestRoutingKey(Case):

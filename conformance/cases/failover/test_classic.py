@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any, Mapping
 
 from conformance.api import AckMode, Consumer, Session
 from conformance.case import Case, CaseContext, Obs, ScenarioVoid
@@ -17,7 +18,8 @@ from conformance.cases.failover.test_quorum import HELD, RECOVERY_S
 from conformance.cluster import Nodes
 from conformance.errors import ChannelClosed, OperationTimeout, TargetError
 from conformance.profile import Profile
-from conformance.verdict import Verdict, first_failure, fmt, holds, undocumented
+from conformance.reference import judge
+from conformance.verdict import Verdict, first_failure, fmt, holds
 
 ENTRY = "failover.classic-node-loss"
 #: Bound on a new mirror's synchronisation (an empty queue's mirrors are in sync at once).
@@ -109,12 +111,15 @@ def _take_available(session: Session, consumer: Consumer, n: int, window: float)
 
 
 def judge_classic(obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-    entry = profile.entry("failover.classic-node-loss", queue_type)
-    if entry is None:
-        return undocumented(ENTRY, profile)
-    value = entry.value.get(obs["variant"]) if isinstance(entry.value, dict) else entry.value
-    if value is None:
-        return undocumented(f"{ENTRY} ({obs['variant']})", profile)
+    def check(values: Mapping[str, Any]) -> Verdict:
+        value = values[ENTRY]
+        return _classic_against(obs, value.get(obs["variant"]) if isinstance(value, dict) else value)
+
+    return judge("FAILOVER-CLASSIC-NODE-LOSS", profile, queue_type, [ENTRY], check)
+
+
+def _classic_against(obs: Obs, value: str) -> Verdict:
+    """The observation against one documented fate of the queue (``ENTRY``'s values)."""
     ids, during, after = obs["published"], obs["during"], obs["after_restart"]
     where = f"home node {obs['home']} killed, observed through {obs['observer']}"
     refused = obs["refused"]

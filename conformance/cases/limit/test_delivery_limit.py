@@ -12,15 +12,18 @@ Each round returns the one message and then learns, without sleeping, whether it
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import replace
+from typing import Any, Mapping
 
 from conformance.api import AckMode
 from conformance.case import Case, CaseContext, Obs
 from conformance.checkers import accepted, channel_closed_with
 from conformance.errors import OperationTimeout
 from conformance.profile import Profile
+from conformance.reference import judge
 from conformance.scenarios import dead_obs
-from conformance.verdict import Outcome, Verdict, first_failure, fmt, holds, same, undocumented
+from conformance.unsupported import REFUSED
+from conformance.verdict import Outcome, Verdict, first_failure, fmt, holds, same
 
 LIMIT = 2
 RETURNS = ("nack", "reject", "consumer-loss")
@@ -87,18 +90,22 @@ def delivered_or_removed(ctx: CaseContext, q: str, session: Any, timeout: float 
                 return None
 
 
-def expected_deliveries(profile: Profile, queue_type: str | None, limit: int | None, how: str) -> tuple[int | None, str]:
-    """How many deliveries the profile allows before removal (None: never removed), and why."""
-    counted = profile.entry("delivery-limit.counted-returns", queue_type)
-    rule = profile.entry("delivery-limit.deliveries", queue_type)
-    if counted is None or rule is None or limit is None:
+#: The profile keys a delivery-limit verdict reads: how many deliveries a limit allows, which returns count.
+LIMIT_KEYS = ("delivery-limit.deliveries", "delivery-limit.counted-returns")
+
+
+def expected_deliveries(values: Mapping[str, Any], limit: int | None, how: str) -> tuple[int | None, str]:
+    """How many deliveries ``values`` (of :data:`LIMIT_KEYS`) allow before removal (None: never
+    removed), and why."""
+    counted, rule = values["delivery-limit.counted-returns"], values["delivery-limit.deliveries"]
+    if limit is None:
         return None, "no limit"
-    if how not in counted.value:
-        return None, f"{how} does not count towards the limit ({counted.source})"
-    extra = {"limit+1": 1, "limit": 0}.get(str(rule.value))
+    if how not in counted:
+        return None, f"{how} does not count towards the limit"
+    extra = {"limit+1": 1, "limit": 0}.get(str(rule))
     if extra is None:
-        raise ValueError(f"delivery-limit.deliveries {rule.value!r}: expected 'limit+1' or 'limit'")
-    return limit + extra, f"{rule.value} with limit {limit}"
+        raise ValueError(f"delivery-limit.deliveries {rule!r}: expected 'limit+1' or 'limit'")
+    return limit + extra, f"{rule} with limit {limit}"
 
 
 def judge_deliveries(obs: Obs, allowed: int | None, why: str) -> Verdict:
@@ -125,25 +132,29 @@ class TestArgumentSupport(Case):
         return {"answer": ctx.channel_error(lambda: ctx.queue({"x-delivery-limit": LIMIT}))}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        entry = profile.entry("delivery-limit.support", queue_type)
-        if entry is None:
-            return undocumented("delivery-limit.support", profile)
         what = f"queue.declare with x-delivery-limit={LIMIT}"
-        if entry.value == "refused-406":
-            return channel_closed_with(obs["answer"], 406, what=what)
-        if entry.value == "supported":
-            return accepted(obs["answer"], what=what)
-        if entry.value == "ignored":
-            # The requirement forbids exactly this (accepted, not enforced): never a pass. Accepted as
-            # documented is the vendor's documented choice (a deviation, with the entry's citation).
-            v = accepted(obs["answer"], what=what)
-            if v.outcome is not Outcome.PASS:
-                return v
-            return Verdict(Outcome.DEVIATION, expected=f"{what}: enforced, or refused with an error", spec="n/a",
-                           observed=f"{what}: accepted, and (as profile {profile.id} documents) not enforced",
-                           reason="the profile documents x-delivery-limit as accepted and ignored on this queue type",
-                           citation=entry.source, key="ignored")
-        raise ValueError(f"delivery-limit.support {entry.value!r}: expected supported, refused-406 or ignored")
+        answer = obs["answer"]
+        documented = profile.entry("delivery-limit.support", queue_type)
+        if answer.get("closed") and not answer.get("hard") and answer.get("code") == 406 and (documented is None or documented.value != "supported"):
+            # The optional feature refused the protocol's own way (a channel exception at declare),
+            # where the vendor does not document it as supported: unsupported, the refusal recorded.
+            # Where the vendor documents support, the refusal fails below.
+            return Verdict(Outcome.UNSUPPORTED, expected=f"{what}: accepted (the queue type enforces limits)",
+                           observed=f"{what}: channel closed with 406 {answer.get('text', '')}".rstrip(),
+                           reason="the broker refused x-delivery-limit for this queue type cleanly (406 PRECONDITION_FAILED)",
+                           unsupported_kind=REFUSED, key="refused-406")
+
+        def check(values: Mapping[str, Any]) -> Verdict:
+            support = values["delivery-limit.support"]
+            if support == "refused-406":
+                return channel_closed_with(answer, 406, what=what)
+            v = accepted(answer, what=what)
+            if support == "ignored" and v.outcome is Outcome.PASS:
+                # accepted as the profile documents, and (as it also documents) not enforced
+                return replace(v, observed=f"{what}: accepted, and documented as not enforced")
+            return v
+
+        return judge(self.requirement, profile, queue_type, ["delivery-limit.support"], check)
 
 
 class TestMaxDeliveries(Case):
@@ -155,10 +166,11 @@ class TestMaxDeliveries(Case):
         return {**return_until_gone(ctx, q, str(ctx.variant), LIMIT + 4), "limit": LIMIT}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        if profile.entry("delivery-limit.deliveries", queue_type) is None:
-            return undocumented("delivery-limit.deliveries", profile)
-        allowed, why = expected_deliveries(profile, queue_type, obs["limit"], obs["how"])
-        return judge_deliveries(obs, allowed, f"x-delivery-limit {obs['limit']}, returned by {obs['how']}: {why}")
+        def check(values: Mapping[str, Any]) -> Verdict:
+            allowed, why = expected_deliveries(values, obs["limit"], obs["how"])
+            return judge_deliveries(obs, allowed, f"x-delivery-limit {obs['limit']}, returned by {obs['how']}: {why}")
+
+        return judge(self.requirement, profile, queue_type, LIMIT_KEYS, check)
 
 
 class TestCountHeader(Case):
@@ -170,22 +182,23 @@ class TestCountHeader(Case):
         return return_until_gone(ctx, q, str(ctx.variant), 4)
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        first = profile.entry("delivery-count.first", queue_type)
-        counted = profile.entry("delivery-limit.counted-returns", queue_type)
-        if first is None or counted is None:
-            return undocumented("delivery-count.first" if first is None else "delivery-limit.counted-returns", profile)
         method = "consume" if obs["how"] == "consumer-loss" else "get"
-        rule = first.value[method] if isinstance(first.value, dict) else first.value
-        start = {"zero": 0, "absent": None, "one": 1}[rule]
-        shift = 1 if rule == "one" else 0  # "one": the header counts this delivery too (1, 2, 3, ...)
-        counts = obs["how"] in counted.value
-        expected = [(k + shift if k else start) if counts else start for k in range(len(obs["deliveries"]))]
         observed = [d["count"] for d in obs["deliveries"]]
-        return first_failure(
-            holds(len(observed) == obs["rounds"], expected=f"{obs['rounds']} deliveries under a limit of 10",
-                  observed=f"{len(observed)} deliveries", key="removed-early"),
-            same(expected, observed, what=f"x-delivery-count per delivery (basic.{method}), returned by {obs['how']} (none = header absent)", spec=False),
-        )
+
+        def check(values: Mapping[str, Any]) -> Verdict:
+            first = values["delivery-count.first"]
+            rule = first[method] if isinstance(first, dict) else first
+            start = {"zero": 0, "absent": None, "one": 1}[rule]
+            shift = 1 if rule == "one" else 0  # "one": the header counts this delivery too (1, 2, 3, ...)
+            counts = obs["how"] in values["delivery-limit.counted-returns"]
+            expected = [(k + shift if k else start) if counts else start for k in range(len(obs["deliveries"]))]
+            return first_failure(
+                holds(len(observed) == obs["rounds"], expected=f"{obs['rounds']} deliveries under a limit of 10",
+                      observed=f"{len(observed)} deliveries", key="removed-early"),
+                same(expected, observed, what=f"x-delivery-count per delivery (basic.{method}), returned by {obs['how']} (none = header absent)", spec=False),
+            )
+
+        return judge(self.requirement, profile, queue_type, ["delivery-count.first", "delivery-limit.counted-returns"], check)
 
 
 class TestDeadLetter(Case):
@@ -221,10 +234,11 @@ class TestDefaultLimit(Case):
         return {**return_until_gone(ctx, ctx.queue(), "reject", rounds), "default": default}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        entry = profile.entry("delivery-limit.default", queue_type)
-        if entry is None:
-            return undocumented("delivery-limit.default", profile)
-        if entry.value == "none":
-            return judge_deliveries(obs, None, "no default delivery limit")
-        allowed, why = expected_deliveries(profile, queue_type, int(entry.value), "reject")
-        return judge_deliveries(obs, allowed, f"default limit: {why}")
+        def check(values: Mapping[str, Any]) -> Verdict:
+            default = values["delivery-limit.default"]
+            if default == "none":
+                return judge_deliveries(obs, None, "no default delivery limit")
+            allowed, why = expected_deliveries(values, int(default), "reject")
+            return judge_deliveries(obs, allowed, f"default limit: {why}")
+
+        return judge(self.requirement, profile, queue_type, ["delivery-limit.default", *LIMIT_KEYS], check)

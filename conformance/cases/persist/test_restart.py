@@ -6,13 +6,13 @@ published over the confirming admin session, so "confirmed" is established befor
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from typing import Any, Mapping
 
 from conformance.case import Case, CaseContext, Obs, Settled
 from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
 from conformance.profile import Profile
-from conformance.verdict import Outcome, Verdict, first_failure, fmt, holds, same, undocumented
+from conformance.reference import judge
+from conformance.verdict import Verdict, first_failure, fmt, holds, same
 from conformance.scenarios import unavailable_key
 
 #: How long the restarted broker has to serve the queue again (boot already finished).
@@ -83,14 +83,16 @@ class TestTransientFate(Case):
         return {"transient": prepared["transient"], "control": prepared["control"], **recovered(ctx, prepared["queue"])}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        entry = profile.entry("persistence.transient-after-restart", queue_type)
-        if entry is None:
-            return undocumented("persistence.transient-after-restart", profile)
         if obs["unavailable"]:
             return unavailable(obs, "the queue served after a restart", kill=False)
-        want = ([*obs["transient"], *obs["control"]] if entry.value == "kept" else obs["control"])
-        got = [d["id"] for d in obs["drained"]]
-        return same(sorted(want), sorted(got), what=f"queue content after restart (transient messages {entry.value} per profile; one persistent control)", spec=False)
+
+        def check(values: Mapping[str, Any]) -> Verdict:
+            fate = values["persistence.transient-after-restart"]
+            want = ([*obs["transient"], *obs["control"]] if fate == "kept" else obs["control"])
+            got = [d["id"] for d in obs["drained"]]
+            return same(sorted(want), sorted(got), what=f"queue content after restart (transient messages {fate}, as the vendor documents; one persistent control)", spec=False)
+
+        return judge(self.requirement, profile, queue_type, ["persistence.transient-after-restart"], check)
 
 
 class TestNonDurableQueueGone(Case):
@@ -114,24 +116,21 @@ class TestNonDurableQueueGone(Case):
         return {"declare": prepared["declare"], "after": ctx.channel_error(lambda: ctx.admin.queue_stats(q))}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        entry = profile.entry("persistence.non-durable-queue", queue_type)
-        if entry is None:
-            return undocumented("persistence.non-durable-queue", profile)
         declare = obs["declare"]
-        if declare["closed"]:
-            # queue.declare durable, rule "types": the server MUST support both durable and transient
-            # queues. A refusal is a spec failure even where the profile documents it (a deviation
-            # then, by the profile's deviations entry with its citation).
-            return holds(False, expected="a non-durable queue can be declared (the server MUST support transient queues)",
-                         observed=f"declare refused with {declare['code']} {declare.get('text', '')}".rstrip(),
-                         key="declare-refused" if entry.value == "declare-refused" else f"refused-{declare['code']}")
-        after = obs["after"]
-        gone = holds(after["closed"] and after["code"] == 404,
-                     expected="after the restart the non-durable queue no longer exists (passive declare: 404 NOT_FOUND)",
-                     observed=f"passive declare: {'closed with ' + str(after['code']) if after['closed'] else 'the queue still exists'}",
-                     key="queue-survived" if not after["closed"] else None)
-        if entry.value == "declare-refused" and gone.outcome is Outcome.PASS:
-            # What the spec asks, but not what the profile documents: the vendor verdict fails.
-            return replace(gone, outcome=Outcome.FAIL, expected=f"declaring a non-durable queue is refused (profile {profile.id}: declare-refused)",
-                           observed="declared, and gone after the restart", key="declared")
-        return gone
+        refused = f"declare refused with {declare.get('code')} {declare.get('text', '')}".rstrip()
+
+        def check(values: Mapping[str, Any]) -> Verdict:
+            if values["persistence.non-durable-queue"] == "declare-refused":
+                return holds(bool(declare["closed"]), expected="declaring a non-durable queue is refused",
+                             observed=refused if declare["closed"] else "declared", key="declared")
+            if declare["closed"]:
+                # queue.declare durable, rule "types": the server MUST support both durable and transient queues
+                return holds(False, expected="a non-durable queue can be declared (the server MUST support transient queues)",
+                             observed=refused, key=f"refused-{declare['code']}")
+            after = obs["after"]
+            return holds(after["closed"] and after["code"] == 404,
+                         expected="after the restart the non-durable queue no longer exists (passive declare: 404 NOT_FOUND)",
+                         observed=f"passive declare: {'closed with ' + str(after['code']) if after['closed'] else 'the queue still exists'}",
+                         key="queue-survived" if not after["closed"] else None)
+
+        return judge(self.requirement, profile, queue_type, ["persistence.non-durable-queue"], check)

@@ -9,14 +9,15 @@ client buffer: the history the verdict judges is complete.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from conformance.api import Consumer, Delivery
 from conformance.errors import OperationTimeout
 from conformance.case import Case, CaseContext, Obs
 from conformance.checkers import accepted
 from conformance.profile import Profile
-from conformance.verdict import Verdict, first_failure, fmt, holds, same, undocumented
+from conformance.reference import judge
+from conformance.verdict import Verdict, first_failure, fmt, holds, same
 
 N = 3
 M = 12
@@ -152,6 +153,10 @@ class TestPrefetchZero(Case):
         )
 
 
+#: The limits a basic.qos scope can set (prefetch.global and prefetch.non-global values, refusal aside).
+SCOPES = ("per-consumer", "per-channel", "per-connection")
+
+
 class TestPrefetchScope(Case):
     """Consumer A fills the channel's limit of 2 with the only 2 messages of its queue; consumer B on the same channel then
     subscribes to an empty queue, which gets one message (confirmed, so the queue has already
@@ -183,25 +188,29 @@ class TestPrefetchScope(Case):
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         key = "prefetch.non-global" if obs["variant"] == "global-false" else "prefetch.global"
-        entry = profile.entry(key, queue_type)
-        if entry is None:
-            return undocumented(key, profile)
-        scope, source = entry.value, entry.source
         what = f"basic.qos(2, global={obs['variant'] == 'global-true'}) then basic.consume"
-        if scope == "refused-540":
-            answer = obs["consume"]
-            ok = answer["closed"] and answer["hard"] and answer["code"] == 540
-            return holds(ok, expected=f"{what}: connection closed with 540 NOT_IMPLEMENTED ({source})",
-                         observed=f"{what}: " + (f"{'connection' if answer['hard'] else 'channel'} closed with {answer['code']} {answer['text']}" if answer["closed"] else "accepted"),
-                         key="consume-accepted" if not answer["closed"] else f"closed-{answer['code']}", spec=False)
-        if scope not in ("per-consumer", "per-channel"):
-            raise ValueError(f"prefetch.global {scope!r}: expected per-consumer, per-channel or refused-540")
-        return first_failure(
-            accepted(obs["consume"], what=what),
-            same(scope == "per-channel", obs.get("b_held_back"),
-                 what=f"second consumer's message held back while the first holds 2 ({scope}: {'shared' if scope == 'per-channel' else 'own'} limit)", spec=False),
-            same("b1", obs.get("b_got"), what="second consumer's delivery", spec=False),
-        )
+        answer = obs["consume"]
+
+        def check(values: Mapping[str, Any]) -> Verdict:
+            scope = values[key]
+            if scope == "refused-540":
+                ok = answer["closed"] and answer["hard"] and answer["code"] == 540
+                return holds(ok, expected=f"{what}: connection closed with 540 NOT_IMPLEMENTED",
+                             observed=f"{what}: " + (f"{'connection' if answer['hard'] else 'channel'} closed with {answer['code']} {answer['text']}" if answer["closed"] else "accepted"),
+                             key="consume-accepted" if not answer["closed"] else f"closed-{answer['code']}", spec=False)
+            if scope not in SCOPES:
+                raise ValueError(f"{key} {scope!r}: expected one of {', '.join(SCOPES)} or refused-540")
+            # Both consumers share one channel of one connection: a channel-wide and a connection-wide
+            # limit hold the second consumer's message back alike; a per-consumer one does not.
+            shared = scope != "per-consumer"
+            return first_failure(
+                accepted(answer, what=what),
+                same(shared, obs.get("b_held_back"),
+                     what=f"second consumer's message held back while the first holds 2 ({scope}: {'shared' if shared else 'own'} limit)", spec=False),
+                same("b1", obs.get("b_got"), what="second consumer's delivery", spec=False),
+            )
+
+        return judge(self.requirement, profile, queue_type, [key], check)
 
 
 class TestPrefetchSizeSingleMessage(Case):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Any, Mapping
 
 from conformance.case import Case, CaseContext, Obs
 from conformance.checkers import accepted, channel_closed_with
 from conformance.profile import Profile
-from conformance.verdict import Verdict, undocumented
+from conformance.reference import judge
+from conformance.verdict import Verdict
 
 
 class TestCommitRequiresSelect(Case):
@@ -40,9 +41,11 @@ class TestConfirmsExclusive(Case):
         return {"variant": ctx.variant, "answer": answer}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        entry = profile.entry("tx.confirms-exclusive", queue_type)
-        if entry is None:
-            return undocumented("tx.confirms-exclusive", profile)
         what = {"confirm-then-tx": "tx.select on a confirm-mode channel", "tx-then-confirm": "confirm.select on a transactional channel"}[obs["variant"]]
-        v = channel_closed_with(obs["answer"], 406, what=what) if entry.value == "refused-406" else accepted(obs["answer"], what=what)
-        return replace(v, citation=entry.source)
+
+        def check(values: Mapping[str, Any]) -> Verdict:
+            if values["tx.confirms-exclusive"] == "refused-406":
+                return channel_closed_with(obs["answer"], 406, what=what)
+            return accepted(obs["answer"], what=what)
+
+        return judge(self.requirement, profile, queue_type, ["tx.confirms-exclusive"], check)
