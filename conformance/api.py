@@ -289,6 +289,9 @@ class Adapter(abc.ABC):
     schemes: ClassVar[tuple[str, ...]]
     #: Operations this adapter's protocol can express, beyond the core (e.g. "recover", "nack").
     features: ClassVar[frozenset[str]] = frozenset()
+    #: The target of a run that names none (a launcher name under ``conformance.targets``, or a URL);
+    #: None: the user must give ``--target``. Checked at load (conformance.default_target).
+    default_target: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:
@@ -321,6 +324,9 @@ def adapter_for(scheme: str, preferred: str | None = None) -> type[Adapter]:
         from conformance.capabilities import adapter_capabilities
 
         adapter_capabilities(chosen)  # unknown capability names: one line naming the plugin, at load
+        from conformance.default_target import check_declared
+
+        check_declared(chosen)
         return chosen
     found = adapters()
     candidates: Iterable[type[Adapter]] = (a for a in found.values() if scheme in a.schemes)

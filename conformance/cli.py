@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from conformance import __version__
+from conformance import __version__, default_target
 from conformance.catalogue import LEVELS, check_selection, select
 from conformance.errors import UsageError
 from conformance.results import read_results, read_run
@@ -29,6 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         _target_from_env(args)
+        default_target.resolve(args)
         return int(args.func(args))
     except UsageError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
@@ -176,7 +177,7 @@ def cmd_adapter_check(args: argparse.Namespace) -> int:
 
 def target_options(p: argparse.ArgumentParser, *, out: str) -> None:
     """What every command that runs the catalogue against a target takes."""
-    p.add_argument("--target", default="rabbitmq-local", help="broker URL (amqp://user:pass@host/vhost), env:NAME (the URL from environment variable NAME, kept out of ps) or launcher name (default: rabbitmq-local, a private node)")
+    p.add_argument("--target", help="broker URL (amqp://user:pass@host/vhost), env:NAME (the URL from environment variable NAME, kept out of ps) or launcher name (default: the --adapter's own default target; without --adapter: rabbitmq-local, a private node)")
     p.add_argument("--adapter", help="adapter plugin (default: the one speaking the URL's scheme; its protocol also picks the mutations)")
     p.add_argument("--profile", help="profile id or YAML file (default: chosen from the server's product and version)")
     p.add_argument("--out", type=Path, help=out)
@@ -454,6 +455,8 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
     for r in problems:
         console.print(f"  {r['verdict'].upper():<10} {r['requirement']} [{r['level']}] {r.get('queue_type') or ''} {r.get('variant') or ''}  "
                       f"{r.get('case_id', '')}", markup=False, highlight=False, soft_wrap=True)
+    for r in run.get("restarts") or []:  # conformance.hangs: a case hung the broker, the run restarted it
+        console.print(f"restarted the target after {r['after_case']} hung it: {r['cause']}", markup=False, highlight=False, soft_wrap=True)
     if run.get("target_dead"):
         console.print(f"[red]target went down during the run: {run['target_dead']}[/red]")
     log = f"  pytest: {out}/{PYTEST_LOG}" if (out / PYTEST_LOG).is_file() else ""

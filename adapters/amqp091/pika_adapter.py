@@ -399,6 +399,7 @@ class PikaAdapter(Adapter):
     name = "pika"
     protocol = "amqp-0-9-1"
     schemes = ("amqp", "amqps")
+    default_target = "rabbitmq-local"
     features = frozenset({"nack", "recover", "multiple", "qos", "tx", "confirms"})
     #: What AMQP 0-9-1 can express (conformance/capabilities.yaml): the requirements that apply.
     capabilities = frozenset({

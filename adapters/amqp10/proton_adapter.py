@@ -769,6 +769,7 @@ class ProtonAdapter(Adapter):
     name = "proton"
     protocol = "amqp-1.0"
     schemes = ("amqp", "amqps", "amqp10")
+    default_target = "rabbitmq-local"  # its node serves AMQP 1.0 too (the bundled rabbitmq_amqp1_0 plugin)
     features = frozenset({"browse", "outcomes", "unreliable-link"})
     #: What AMQP 1.0 can express (conformance/capabilities.yaml): the requirements that apply.
     capabilities = frozenset({

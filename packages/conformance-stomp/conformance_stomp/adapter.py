@@ -432,6 +432,9 @@ class StompAdapter(Adapter):
     name = "stomp"
     protocol = PROTOCOL
     schemes = ("stomp",)
+    #: A run that names no target: a private RabbitMQ node with its bundled STOMP plugin (RabbitMQ is
+    #: installed wherever the suite is; ActiveMQ Classic is one more package).
+    default_target = "rabbitmq-stomp"
     #: What STOMP 1.2 can express (conformance/capabilities.yaml); the broker's gaps are in its profile.
     capabilities = frozenset({
         "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "nack.requeue", "nack.discard",
