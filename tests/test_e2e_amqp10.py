@@ -31,7 +31,11 @@ def test_catalogue_through_the_proton_adapter(rabbit: RabbitMQLocalNode, tmp_pat
         applies = "amqp-1.0" in reqs[r["requirement"]].protocols
         if r["verdict"] == "unsupported":
             documented = PROFILE.unsupported_reason(r["requirement"], r["queue_type"])
+            assert r["unsupported_kind"] in ("cannot-express", "refused", "no-fault"), r
+            # a documented refusal is seen on the wire and recorded, never taken on the profile's word
+            assert r["unsupported_kind"] != "refused" or r["observed"].startswith("refused by the broker: "), r
             assert (not applies and "does not apply to amqp-1.0" in r["reason"]) or (
+                documented is not None and documented.kind == "refused" and r["unsupported_kind"] == "refused") or (
                 documented is not None and r["reason"] == documented.reason) or (
                 r["requirement"] in disruptive and "cannot be restarted" in r["reason"]) or (
                 r["requirement"] == "LINK-UNRELIABLE-NO-SETTLE" and "not tested" in r["reason"]), r
@@ -51,7 +55,8 @@ def test_catalogue_through_the_proton_adapter(rabbit: RabbitMQLocalNode, tmp_pat
     assert "7141" in got[("LINK-DRAIN", "classic")]["citation"]
     # Transactions: the plugin refuses the coordinator; the profile says so.
     tx = [r for r in recs if r["requirement"] == "TX-PUBLISH-VISIBLE-AFTER-COMMIT"]
-    assert tx and all(r["verdict"] == "unsupported" and "coordinator" in r["reason"] for r in tx)
+    assert tx and all(r["verdict"] == "unsupported" and "coordinator" in r["reason"] and r["unsupported_kind"] == "refused"
+                      and "amqp:not-implemented" in r["observed"] for r in tx)
 
 
 def test_the_same_requirement_compares_across_protocols(rabbit: RabbitMQLocalNode, tmp_path: Path) -> None:

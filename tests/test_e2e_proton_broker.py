@@ -2,9 +2,12 @@
 
 It has no management API, no transactions, no browsing, no persistence, and it takes a message off
 its queue when it sends it, so every unsettled delivery is lost when its consumer goes away. The
-catalogue must say exactly that: losses FAIL with expected vs. observed, missing features are
-`unsupported` with what the broker answered, nothing is `unsupported` for want of a management API,
-and no MUST fails for behaviour AMQP 1.0 permits (a header-less message says first-acquirer=false).
+catalogue must say exactly that: losses FAIL with expected vs. observed, features it declines in
+AMQP 1.0's own way (an attach answering another settlement or distribution mode) are `unsupported`
+(refused) with what the broker answered, its transaction coordinator, which takes the control link
+and then answers declare with accepted, FAILs on AMQP 1.0 4.3, nothing is `unsupported` for want of
+a management API, and no MUST fails for behaviour AMQP 1.0 permits (a header-less message says
+first-acquirer=false).
 """
 
 from __future__ import annotations
@@ -61,15 +64,29 @@ def test_nothing_is_unsupported_for_want_of_a_management_api(run: tuple[Any, lis
     assert any(h["op"] == "barrier" and "ordering barrier" in h["detail"] for h in loss["history"])
 
 
-def test_missing_features_are_unsupported_with_the_brokers_answer(run: tuple[Any, list[dict[str, Any]], str]) -> None:
+def test_a_declare_answered_with_accepted_fails_every_transaction_case_naming_the_rule(run: tuple[Any, list[dict[str, Any]], str]) -> None:
+    """The broker attaches the coordinator link, then settles declare with accepted: AMQP 1.0 4.3
+    gives a declare two answers only (declared, or rejected with a transaction-error)."""
     _, recs, _ = run
     reqs = catalogue()
     tx = [r for r in recs if r["requirement"].startswith("TX-") and "amqp-1.0" in reqs[r["requirement"]].protocols]
-    assert tx and all(r["verdict"] == "unsupported" and "answered declare with accepted" in r["reason"] for r in tx)
+    assert tx and all(r["verdict"] == "fail" for r in tx), [(r["case_id"], r["verdict"], r["reason"]) for r in tx]
+    for r in tx:
+        assert "amqp-1.0 4.3 declare error" in r["reason"] and "MUST" in r["citation"], r
+        assert "answered declare with accepted" in r["observed"] and "declared" in r["expected"], r
+        assert r["unsupported_kind"] is None
+
+
+def test_features_declined_at_attach_are_unsupported_refused_with_the_brokers_answer(run: tuple[Any, list[dict[str, Any]], str]) -> None:
+    _, recs, _ = run
     browse = next(r for r in recs if r["requirement"] == "LINK-BROWSE-NON-DESTRUCTIVE")
     assert browse["verdict"] == "unsupported" and "granted distribution-mode unspecified" in browse["reason"]
+    assert browse["unsupported_kind"] == "refused" and "attach answered distribution-mode unspecified" in browse["observed"]
     unreliable = [r for r in recs if r["requirement"].startswith("LINK-UNRELIABLE")]
     assert unreliable and all(r["verdict"] == "unsupported" and "answered snd-settle-mode mixed" in r["reason"] for r in unreliable)
+    assert all(r["unsupported_kind"] == "refused" and "snd-settle-mode mixed" in r["observed"] for r in unreliable)
+    # every other unsupported record says which of the three meanings it has
+    assert all(r["unsupported_kind"] in ("cannot-express", "refused", "no-fault") for r in recs if r["verdict"] == "unsupported")
 
 
 def test_no_must_fails_for_what_amqp_1_0_permits(run: tuple[Any, list[dict[str, Any]], str]) -> None:
@@ -80,8 +97,10 @@ def test_no_must_fails_for_what_amqp_1_0_permits(run: tuple[Any, list[dict[str, 
     for r in recs:
         if r["verdict"] == "fail" and r["level"] == "MUST":  # the level over amqp-1.0 (issue 17)
             # every MUST it fails is a loss: deliveries that never came back (the sentinel behind
-            # them included: this broker keeps routing to the links of an ended session)
-            assert r["requirement"] in LOSS or "missing" in r["observed"], (r["case_id"], r["observed"])
+            # them included: this broker keeps routing to the links of an ended session), or the
+            # coordinator's protocol violation
+            assert r["requirement"] in LOSS or "missing" in r["observed"] or "amqp-1.0 4.3 declare error" in r["reason"], \
+                (r["case_id"], r["observed"])
             assert "first-acquirer=false" not in r["observed"], (r["case_id"], r["observed"])
 
 

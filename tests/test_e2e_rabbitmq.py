@@ -50,6 +50,11 @@ def test_catalogue_passes_on_rabbitmq_classic_and_quorum(rabbit: RabbitMQLocalNo
             r["requirement"] in failover and "not a cluster of 3 or more nodes the suite launched" in r["reason"]) or (
             "amqp-0-9-1" not in catalogue()[r["requirement"]].protocols and "does not apply to amqp-0-9-1" in r["reason"]), r
     assert {r["requirement"] for r in unsupported if "cannot be restarted" in r["reason"]} == disruptive
+    # Each says which of its three meanings holds; the profile's refusals ran and were seen on the wire.
+    assert all(r["unsupported_kind"] in ("cannot-express", "refused", "no-fault") for r in unsupported)
+    assert all(r["unsupported_kind"] == "no-fault" for r in unsupported if "cannot be restarted" in r["reason"])
+    limit = [r for r in unsupported if r["requirement"] in ("LIMIT-MAX-DELIVERIES", "LIMIT-DEAD-LETTER", "LIMIT-COUNT-HEADER")]
+    assert limit and all(r["queue_type"] == "classic" and r["unsupported_kind"] == "refused" and "406" in r["observed"] for r in limit)
     bad = [(r["case_id"], r["verdict"], r["observed"]) for r in recs if r["verdict"] not in ("pass", "deviation", "unsupported")]
     assert not bad, bad
     assert all(r["citation"] for r in recs if r["verdict"] == "deviation")
