@@ -251,7 +251,11 @@ def parse_profile(data: Any, origin: str) -> Profile:
 
 
 def _lacks(items: Any, where: str) -> dict[str, Documented]:
-    """``lacks: [{capability, reason, source}]``, each capability a known name (issue 19)."""
+    """``lacks: [{capability, reason, source}]``, each capability a known name (issue 19).
+
+    A lack skips every case needing it, so it may only say that the broker's dialect cannot express
+    the capability at all (unsupported, kind cannot-express): a broker that refuses it is seen
+    refusing, through an ``unsupported`` entry of kind refused, whose case runs."""
     from conformance.capabilities import check_names
 
     out: dict[str, Documented] = {}
@@ -263,6 +267,9 @@ def _lacks(items: Any, where: str) -> dict[str, Documented]:
             raise UsageError(f"{w}: expected a mapping")
         name = str(_need(raw, "capability", w))
         check_names([name], w)
+        if "refus" in str(raw.get("reason", "")).lower():
+            raise UsageError(f"{w}: a lack is not run, so it cannot claim a refusal; list the requirements under "
+                             "'unsupported' with kind refused and the 'refusal' their cases must observe")
         out[name] = Documented(requirement="*", queue_types=None, reason=str(_need(raw, "reason", w)), source=str(_need(raw, "source", w)))
     return out
 

@@ -215,3 +215,13 @@ def test_the_record_schema_and_the_report_carry_the_kind() -> None:
             "unsupported_kind": "refused", "product": "RabbitMQ", "version": "3.10.8", "protocol": "amqp-1.0", "queue_type": None}
     ctx = context({"cells": [cell], "level_scores": [], "area_scores": [], "runs": [], "durations": [], "flakiness": [], "summary": {}})
     assert ctx["grid"][("TX-X", cell["column"])]["label"] == "unsupported (refused)"
+
+
+def test_a_profile_lack_cannot_claim_a_refusal() -> None:
+    def lacking(reason: str) -> Any:
+        return parse_profile({"id": "t", "match": {"product": "T", "protocols": ["amqp-1.0"]},
+                              "lacks": [{"capability": "browse", "reason": reason, "source": "doc"}]}, "t.yaml")
+
+    assert "browse" in lacking("the dialect has no distribution modes").lacks
+    with pytest.raises(UsageError, match="cannot claim a refusal"):
+        lacking("the broker refuses distribution-mode copy")
