@@ -17,7 +17,7 @@ from conformance.profile_keys import profile_keys
 ROOT = Path(__file__).resolve().parents[1]
 #: A dotted, lower-case profile key as a string literal (plain or the fixed head of an f-string).
 #: A line that reads a profile entry: the call itself, or the key variable a verdict passes to it.
-READS = re.compile(r"\.entry\(|\bkey = ")
+READS = re.compile(r"\.entry\(|\bkey = |\bjudge\(|_KEYS = |\bENTRY = ")
 KEY_LITERAL = re.compile(r'(f?)"([a-z0-9-]+\.[a-z0-9.-]+?)(\{[^"]*)?"')
 
 
@@ -26,7 +26,7 @@ def keys_read_by_sources() -> tuple[set[str], set[str]]:
     literal, prefixes = set(), set()
     for path in [*(ROOT / "conformance").rglob("*.py"), *(ROOT / "adapters").rglob("*.py")]:
         text = path.read_text()
-        if ".entry(" not in text and "signal_of(" not in text:
+        if ".entry(" not in text and "signal_of(" not in text and "judge(" not in text:
             continue
         reading = [line for line in text.splitlines() if READS.search(line)]
         for is_f, head, rest in KEY_LITERAL.findall("\n".join(reading)):
@@ -97,5 +97,5 @@ def test_cli_lists_every_profile_key() -> None:
     proc = run_cli("list", "--profile-keys", timeout=60)
     assert proc.returncode == 0, proc.stderr
     for spec in profile_keys().values():
-        assert f"{spec.name}  [{spec.kind}]" in proc.stdout
+        assert f"{spec.name}  [{spec.kind}, judged by {spec.judged}]" in proc.stdout
         assert all(value in proc.stdout for value in spec.values)

@@ -144,15 +144,22 @@ class TestArgumentSupport(Case):
                            reason="the broker refused x-delivery-limit for this queue type cleanly (406 PRECONDITION_FAILED)",
                            unsupported_kind=REFUSED, key="refused-406")
 
-        def check(values: Mapping[str, Any]) -> Verdict:
-            support = values["delivery-limit.support"]
-            if support == "refused-406":
-                return channel_closed_with(answer, 406, what=what)
-            v = accepted(answer, what=what)
-            if support == "ignored" and v.outcome is Outcome.PASS:
-                # accepted as the profile documents, and (as it also documents) not enforced
-                return replace(v, observed=f"{what}: accepted, and documented as not enforced")
+        if not answer.get("closed") and documented is not None and documented.value in ("refused-406", "ignored"):
+            # Accepted where the vendor documents no limits for the queue type: the declare alone looks
+            # like the reference, but the argument is (documented: ignored) or may be (undocumented:
+            # silently) not enforced. Never a pass.
+            v = holds(False, expected=f"{what}: accepted and enforced, or refused cleanly (406)",
+                      observed=f"{what}: accepted, the channel stayed open, where the vendor documents "
+                               + ("that the argument is ignored" if documented.value == "ignored" else "a refusal for this queue type"),
+                      key="no-error", spec=False)
+            if documented.value == "ignored":
+                return replace(v, outcome=Outcome.DEVIATION, reason=documented.reason, citation=documented.source)
             return v
+
+        def check(values: Mapping[str, Any]) -> Verdict:
+            if values["delivery-limit.support"] == "refused-406":
+                return channel_closed_with(answer, 406, what=what)
+            return accepted(answer, what=what)
 
         return judge(self.requirement, profile, queue_type, ["delivery-limit.support"], check)
 
