@@ -41,6 +41,10 @@ def violation_verdict(exc: ProtocolViolation) -> Verdict:
                    reason=f"the broker broke {exc.rule}", citation=rule_citation(exc.rule))
 
 
+def _answer(exc: ChannelClosed) -> str:
+    return f"{'connection' if exc.hard else 'channel'} closed with {exc.code} {exc.text}".strip()
+
+
 def refusal_matches(refusal: str, exc: ChannelClosed) -> bool:
     """A profile's expected refusal ("406", "amqp:not-implemented") against the broker's answer."""
     return refusal == str(exc.code) or (not refusal.isdigit() and refusal in exc.text)
@@ -55,7 +59,7 @@ def refusal_verdict(exc: ChannelClosed, req: Any, protocol: str, doc: Any = None
     - 540 NOT_IMPLEMENTED for a method the specification requires (a MUST chassis rule the
       requirement cites, or a MUST/SHOULD requirement): fail, naming the rule;
     - 540 for an optional requirement (MAY, or a vendor EXTENSION): unsupported, kind refused."""
-    answer = f"{'connection' if exc.hard else 'channel'} closed with {exc.code} {exc.text}".strip()
+    answer = _answer(exc)
     if doc is not None and getattr(doc, "kind", "") == REFUSED and refusal_matches(doc.refusal, exc):
         return Verdict(Outcome.UNSUPPORTED, req.text, f"refused by the broker: {answer}", reason=doc.reason,
                        citation=doc.source, unsupported_kind=REFUSED)
@@ -98,6 +102,6 @@ def observed_refusal(obs: Any, expected: str, doc: Any = None) -> Verdict | None
         if isinstance(answer, dict) and answer.get("closed") and answer.get("code") is not None:
             exc = ChannelClosed(int(answer["code"]), str(answer.get("text") or ""), hard=bool(answer.get("hard")))
             if refusal_matches(doc.refusal, exc):
-                return Verdict(Outcome.UNSUPPORTED, expected, f"refused by the broker: {exc}", reason=doc.reason,
+                return Verdict(Outcome.UNSUPPORTED, expected, f"refused by the broker: {_answer(exc)}", reason=doc.reason,
                                citation=doc.source, unsupported_kind=REFUSED)
     return None
