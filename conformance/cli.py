@@ -443,6 +443,9 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
     for area, level in sorted({(a, lv) for a, lv, _ in by}):
         table.add_row(area, level, *[str(by.get((area, level, v), 0) or "") for v in verdicts])
     console.print(table)
+    from conformance.judged import headline
+
+    console.print(f"score: {headline(Counter(r['verdict'] for r in records))}", markup=False, highlight=False, soft_wrap=True)
     _print_pass_rates(console, records)
     from conformance.unsupported import tally
 

@@ -26,6 +26,7 @@ from conformance.catalogue import catalogue_digest
 from conformance.errors import ConformanceError, NoReply, OperationTimeout, TargetError, UsageError
 from conformance import preflight  # issue 16: the suite's assumptions, checked before the catalogue
 from conformance import packs  # issue 19 §2: requirement packs
+from conformance import judged
 from conformance.cluster import merge_mutation_stats, mutated_node_urls
 from conformance.profile import select_profile
 from conformance.proxy_isolated import IsolatedFaultProxy
@@ -193,7 +194,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
                 if rec.get("run_id") == state.run_id:
                     counts[rec["verdict"]] = counts.get(rec["verdict"], 0) + 1
             status = f"aborted: {state.abort_cause}" if state.abort_cause else "finished"
-            meta = {**state.meta(), "finished_at": time.time(), "counts": counts, "status": status}
+            meta = {**state.meta(), "finished_at": time.time(), "counts": counts, "status": status,
+                    "judged": judged.summary(counts)}  # the score's base: error and blocked apart
             if state.dead_cause:
                 meta["target_dead"] = state.dead_cause
             if state.mutation_proxy is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.judged import JUDGED
 from reports.groupings import CELL_KEYS, spark_order
 from reports.schema import VERDICTS
 
@@ -67,7 +68,8 @@ def cells(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def scores(cells: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
     """Per target column and area (or level): how many requirements pass, of those the target was
-    judged on (unsupported/undocumented cells are counted apart, never as failures or passes).
+    judged on: pass, fail, deviation (conformance.judged). Error and blocked cells judged nothing,
+    and unsupported/undocumented ones are out of scope: each is counted apart, never in the score.
     A flaky cell counts as failing (it did fail) and is also counted under ``flaky``."""
     acc: dict[tuple[str, str], dict[str, Any]] = {}
     for c in cells:
@@ -77,7 +79,7 @@ def scores(cells: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
         a["flaky"] += 1 if c.get("flaky") else 0
     out = []
     for a in acc.values():
-        judged = a["pass"] + a["fail"] + a["error"] + a["blocked"] + a["deviation"]
+        judged = sum(a[v] for v in JUDGED)
         a["judged"] = judged
         a["score"] = round(a["pass"] / judged, 4) if judged else None
         out.append(a)

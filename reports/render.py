@@ -15,6 +15,7 @@ from typing import Any
 from reports.case_pages import page_path
 from reports.schema import LEVELS, VERDICTS
 from conformance import unsupported
+from conformance.judged import NOT_JUDGED
 
 TEMPLATES = Path(__file__).with_name("templates")
 PROBLEM_VERDICTS = ("fail", "error", "blocked", "deviation")
@@ -139,10 +140,10 @@ def context(result: dict[str, Any]) -> dict[str, Any]:
     details.sort(key=lambda c: (rank.get(c["verdict"], 9), order.get(c["level"], 9), c["requirement"], c["column"]))
     by_col: dict[str, dict[str, Any]] = {}
     for s in result["level_scores"]:
-        k = by_col.setdefault(s["column"], {"column": s["column"], "pass": 0, "judged": 0})
+        k = by_col.setdefault(s["column"], {"column": s["column"], "pass": 0, "judged": 0, **dict.fromkeys(NOT_JUDGED, 0)})
         if s["level"] == "MUST":
-            k["pass"] += s["pass"]
-            k["judged"] += s["judged"]
+            for key in ("pass", "judged", *NOT_JUDGED):  # error and blocked: beside the score, never in it
+                k[key] += s[key]
     kpis = [{**k, "score": (k["pass"] / k["judged"]) if k["judged"] else None} for k in by_col.values()]
     durations = sorted(((f"{d['column']} · {d['area']}", d["p95_s"] or 0.0) for d in result["durations"]), key=lambda x: -x[1])[:30]
     flaky = [f for f in result["flakiness"] if f["flaky"]]
@@ -199,8 +200,8 @@ def render_markdown(result: dict[str, Any], html_name: str = "report.html") -> s
         lines.append(f"> :warning: **UNFINISHED RUN**: {text}")
     if ctx["unfinished"]:
         lines.append("")
-    lines.append("| target | MUST pass | fail | flaky | deviation | unsupported |")
-    lines.append("|---|---:|---:|---:|---:|---:|")
+    lines.append("| target | MUST pass | fail | flaky | deviation | error | blocked | unsupported |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
     per: dict[str, dict[str, int]] = {}
     for c in result["cells"]:
         counts = per.setdefault(c["column"], {**dict.fromkeys(VERDICTS, 0), "flaky": 0})
@@ -208,7 +209,7 @@ def render_markdown(result: dict[str, Any], html_name: str = "report.html") -> s
     for k in ctx["kpis"]:
         v = per.get(k["column"], {})
         score = f"{100 * k['score']:.0f}% ({k['pass']}/{k['judged']})" if k["score"] is not None else "n/a"
-        lines.append(f"| {k['column']} | {score} | {v.get('fail', 0) + v.get('error', 0)} | {v.get('flaky', 0)} | {v.get('deviation', 0)} | {v.get('unsupported', 0)} |")
+        lines.append(f"| {k['column']} | {score} | {v.get('fail', 0)} | {v.get('flaky', 0)} | {v.get('deviation', 0)} | {v.get('error', 0)} | {v.get('blocked', 0)} | {v.get('unsupported', 0)} |")
     diff = result.get("diff")
     if diff is not None:
         newly = [d for d in diff if d["change"] == "newly failing"]
@@ -223,13 +224,15 @@ def render_markdown(result: dict[str, Any], html_name: str = "report.html") -> s
         lines += ["", "**Flaky** (a case both passed and failed over its repetitions; pass rate):"]
         for c in ctx["flaky_cells"][:20]:
             lines.append(f"- `{c['requirement']}` [{c['level']}] on {c['column']}: {c['label']}")
-    fails = [c for c in ctx["details"] if c["verdict"] in ("fail", "error") and not c.get("flaky")]
-    if fails:
-        lines += ["", "**Failing:**"]
-        for c in fails[:20]:
-            lines.append(f"- `{c['requirement']}` [{c['level']}] on {c['column']}: {(c['observed'] or '')[:160]}")
-        if len(fails) > 20:
-            lines.append(f"- ... {len(fails) - 20} more in {html_name}")
+    for title, verdicts in (("Failing", ("fail",)), ("Not judged (the suite or its assumptions broke, not the broker)", NOT_JUDGED)):
+        listed = [c for c in ctx["details"] if c["verdict"] in verdicts and not c.get("flaky")]
+        if listed:
+            lines += ["", f"**{title}:**"]
+            for c in listed[:20]:
+                lines.append(f"- `{c['requirement']}` [{c['level']}] on {c['column']}: {c['verdict'] + ': ' if c['verdict'] in NOT_JUDGED else ''}"
+                             f"{(c['observed'] or '')[:160]}")
+            if len(listed) > 20:
+                lines.append(f"- ... {len(listed) - 20} more in {html_name}")
     s = result["summary"]
     lines += ["", f"_{s['records']} case records, {s['quarantined']} quarantined line(s). Full report: {html_name}_", ""]
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cases import all_cases
+from conformance.judged import summary
 from conformance.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
 
@@ -37,6 +38,7 @@ def test_a_url_with_credentials_runs_the_whole_catalogue_and_no_output_shows_the
     assert {r["run_id"] for r in records} == {run["run_id"]}
     cases = [1 for c in all_cases() for _ in (c.variants or [None]) for _ in (c.queue_types or ("classic", "quorum"))]
     assert len(records) == len(cases), (len(records), len(cases))
+    assert run["judged"] == summary(run["counts"]) and run["judged"]["judged"] > 0
     assert secret not in proc.stdout and secret not in proc.stderr
     leaked = [str(p) for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
     assert not leaked, leaked
