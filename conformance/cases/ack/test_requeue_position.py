@@ -9,6 +9,7 @@ publication-order [m1 m2 m3 m4], head-in-return-order [m2 m1 m3 m4], tail-in-ret
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 from conformance.case import Case, CaseContext, Obs
@@ -70,6 +71,7 @@ class TestRequeuePosition(Case):
         def check(values: Mapping[str, Any]) -> Verdict:
             policy = values[key]
             expected = expected_order(policy, obs["published"], obs["returned"])
-            return same(expected, obs["order"], what=f"delivery order after requeue ({policy})", spec=False)
+            v = same(expected, obs["order"], what="delivery order after requeue", spec=False)
+            return replace(v, expected=f"{v.expected} ({policy})")
 
         return judge(self.requirement, profile, queue_type, [key], check)
