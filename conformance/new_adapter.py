@@ -89,6 +89,9 @@ class Adapter(api.Adapter):
     name = "{name}"
     protocol = "{name}"  # the protocol name your records and profiles carry
     schemes = ("{name}",)
+    #: The target of a run that names none: a launcher name your package registers under
+    #: conformance.targets (or a URL). None: `conformance run --adapter {name}` asks for --target.
+    default_target = None
     #: What your protocol can express: names from conformance/capabilities.yaml (start small).
     capabilities = frozenset({{"ack.individual", "abrupt-disconnect"}})
 
