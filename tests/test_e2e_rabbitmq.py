@@ -46,6 +46,7 @@ def test_catalogue_passes_on_rabbitmq_classic_and_quorum(rabbit: RabbitMQLocalNo
     for r in unsupported:
         documented = profile.unsupported_reason(r["requirement"], r["queue_type"])
         assert (documented is not None and r["reason"] == documented.reason) or (
+            r["unsupported_kind"] == "refused" and "406 PRECONDITION_FAILED" in r["observed"]) or (
             r["requirement"] in disruptive and "cannot be restarted" in r["reason"]) or (
             r["requirement"] in failover and "not a cluster of 3 or more nodes the suite launched" in r["reason"]) or (
             "amqp-0-9-1" not in catalogue()[r["requirement"]].protocols and "does not apply to amqp-0-9-1" in r["reason"]), r
@@ -91,7 +92,7 @@ def test_profile_can_mark_unsupported_and_leave_undocumented(rabbit: RabbitMQLoc
     text = text.replace("id: rabbitmq-3.10", "id: custom")
     text = text[: text.index("  requeue.position.recover:")]
     text += (
-        "unsupported:\n  - {requirement: ACK-DOUBLE-ACK-406, queue_types: [quorum], reason: test says so, source: tests}\n"
+        "unsupported:\n  - {requirement: ACK-DOUBLE-ACK-406, queue_types: [quorum], kind: cannot-express, reason: test says so, source: tests}\n"
     )
     profile.write_text(text)
     out = tmp_path / "run"
