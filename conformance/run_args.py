@@ -107,7 +107,9 @@ def pytest_args(args: argparse.Namespace, out: Path, env: dict[str, str] | None 
             make(args.mutation)  # an unknown name is a one-line usage error, before anything starts
         argv += ["--mutation", args.mutation]
     if workers > 1:
-        argv += ["-n", str(workers), "--dist", "loadgroup"]  # issue 20: the cases of a shared broker fault on one worker
+        # the cases of a shared broker fault on one worker; xdist hands the largest group out first
+        # unless told not to, and the disruptive group then holds every other worker at the broker lock
+        argv += ["-n", str(workers), "--dist", "loadgroup", "--no-loadscope-reorder"]
     else:
         argv += ["-p", "no:xdist", "-p", "no:xdist.looponfail"]  # one process: xdist would only add its import
     return argv

@@ -65,14 +65,17 @@ def fault_of(item: pytest.Item) -> str | None:
 
 
 def order(items: list[pytest.Item]) -> None:
-    """Disruptive cases last, those of one fault together (restart, then kill); each keeps its own
-    relative order. Under xdist, one worker takes them all."""
+    """Disruptive cases last (those that fault the broker on their own first, then the shared
+    restart, then the shared kill), those of one fault together; each keeps its own relative order.
+    Under xdist, one worker takes them all, and their group must be the last unit of work handed
+    out (``--no-loadscope-reorder``, conformance.run_args): every ordinary case waits for the
+    broker lock while a disruptive one holds it."""
     kinds = {id(it): fault_of(it) for it in items}
-    rank = {None: 0, "restart": 1, "kill": 2}
+    rank = {"restart": 2, "kill": 3}
     disruptive = [it for it in items if getattr(getattr(it, "cls", None), "disrupts_broker", False)]
     for it in disruptive:
         it.add_marker(pytest.mark.xdist_group(XDIST_GROUP))
-    items[:] = sorted(items, key=lambda it: rank.get(kinds[id(it)], 1) if getattr(getattr(it, "cls", None), "disrupts_broker", False) else 0)
+    items[:] = sorted(items, key=lambda it: rank.get(kinds[id(it)] or "", 1) if getattr(getattr(it, "cls", None), "disrupts_broker", False) else 0)
 
 
 def scenario(item: pytest.Item, case: Case, ctx: CaseContext, context_for: Callable[[pytest.Item], CaseContext | None]) -> Obs:
