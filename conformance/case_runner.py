@@ -18,6 +18,8 @@ from conformance.refusals import observed_refusal, profile_skip, refusal_verdict
 from conformance.history import History
 from conformance import deadline, liveness, preflight  # issue 16: preflight, health probe, missing deliveries
 from conformance import shared_fault  # issue 20: one broker fault shared by the disruptive cases
+from conformance import hangs
+from conformance.mutations import alters
 from conformance.targets import probe_tcp, redact
 from conformance.unsupported import CANNOT_EXPRESS
 from conformance.verdict import Outcome, Verdict, apply_profile
@@ -32,13 +34,33 @@ def _decide(item: pytest.Item, result: dict[str, Any]) -> None:
 
 
 def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | None, variant: str | None) -> None:
-    """Scenario, verdict, record. Its frames are the suite's, not the broker's: hidden from tracebacks."""
+    """Scenario, verdict, record. Its frames are the suite's, not the broker's: hidden from tracebacks.
+
+    A case that was running when another case hung the broker runs once more on the restarted one
+    (conformance.hangs); its record says so."""
+    __tracebackhide__ = True
+    try:
+        _attempt(item, state, case, queue_type, variant, None)
+    except hangs.Rerun as again:
+        state.dead_cause = None  # what this process saw before the restart; the shared record says if it failed
+        try:
+            _attempt(item, state, case, queue_type, variant, str(again))
+        finally:
+            if STASH_RESULT in item.stash:
+                item.stash[STASH_RESULT]["rerun"] = str(again)
+    finally:
+        hangs.end(state.health_path, item.nodeid)
+        hangs.ran(item.nodeid)
+
+
+def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | None, variant: str | None, rerun: str | None) -> None:
     __tracebackhide__ = True
     req = requirement(case.requirement)
     base = {"requirement": req.id, "level": req.level_for(state.adapter.protocol), "area": req.area, "queue_type": queue_type, "variant": variant}
     target_label = f"{state.server['product']} {state.server['version']} {state.adapter.protocol}"
     allure_results.labels(req, queue_type, variant, target_label, state.adapter.protocol, state.profile.id)
     started = time.monotonic()
+    waited = [0.0]  # time spent waiting for the broker lock: the case's record keeps it apart
 
     def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "") -> None:
         allure_results.verdict_label(v.outcome.value)
@@ -57,7 +79,8 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
                 "reason": v.reason,
                 "citation": v.citation,
                 "unsupported_kind": v.unsupported_kind or None,
-                "duration_s": round(time.monotonic() - started, 4),
+                "duration_s": round(time.monotonic() - started - waited[0], 4),
+                "lock_wait_s": round(waited[0], 4),
                 "observations": obs,
                 "history": history.as_records() if keep and history else None,
                 "wire_trace": trace.splitlines() if keep and trace else None,
@@ -67,12 +90,14 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
             },
         )
 
-    if state.dead_cause:
+    health = hangs.begin(state.health_path, item.nodeid)  # waits while another worker restarts the target
+    dead = state.dead_cause or health.dead
+    if dead:
         # a silent target's cause names itself ("target stopped answering ..."); a gone one is "down"
-        said = state.dead_cause if state.dead_cause.startswith("target ") else f"target is down: {state.dead_cause}"
+        said = dead if dead.startswith("target ") else f"target is down: {dead}"
         finish(Verdict(Outcome.ERROR, "a reachable target", said))
         item.stash[STASH_RESULT]["brief"] = True  # one line per remaining case: the cause was shown once
-        pytest.fail(f"error: target is down since an earlier case: {state.dead_cause}", pytrace=False)
+        pytest.fail(f"error: target is down since an earlier case: {dead}", pytrace=False)
     why = _not_applicable(req, state, queue_type)
     if why:
         finish(why)
@@ -83,12 +108,14 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         raise TargetError(blocked.observed)
     liveness.clear_interrupted()  # issue 16
     history = History()
+    if rerun:
+        history.add("suite", "rerun", rerun)
     ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=queue_type,
                       variant=variant, history=history, target=state.target)
     ctx.node_urls = state.node_urls
     interrupted = True
     try:
-        with _broker_lock(state, exclusive=case.disrupts_broker, history=history):
+        with _broker_lock(state, exclusive=case.disrupts_broker, history=history, waited=waited):
             obs = shared_fault.scenario(item, case, ctx, lambda other: _context_for(other, state))  # issue 20
             deadline.overrun(item, started)  # a lost alarm never lets a case pass past its deadline
         interrupted = False
@@ -121,6 +148,10 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
             pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
         if type(exc).__name__ == "Failed":
             deadline.disarm()  # the deadline is caught: the record below is written undisturbed
+        again = None if rerun or isinstance(exc, (KeyboardInterrupt, SystemExit)) else hangs.moved(state.health_path, health.generation)
+        if again:  # another case hung the broker while this one ran: not this case's finding
+            ctx.close(True)
+            raise hangs.Rerun(again) from None
         cause = None
         if isinstance(exc, (ConnectionLost, OSError, ConformanceError)):
             cause = probe_tcp(state.url) if state.target is None else (state.target.check_alive())
@@ -132,6 +163,17 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         if judged.dead_cause:
             state.dead_cause = cause = judged.dead_cause
         ctx.skip_cleanup = bool(cause)  # a target that stopped answering would stall the cleanup too
+        if cause:
+            did = hangs.what_it_did(history)  # before the restart adds its own events
+            hung = hangs.after_hang(state.health_path, target=state.target, case_id=item.nodeid, cause=cause,
+                                    started_generation=health.generation, restartable=not alters(state.mutation), history=history)
+            state.dead_cause = hung.dead
+            if hung.culprit:  # the finding of this case; the target restarted, or the run's judging ends
+                v = hangs.finding(hangs.operation(history, exc), did, cause, hung.others)
+                ctx.close(True)
+                finish(v, history, None, ctx.wire_trace())
+                pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+            cause = hung.dead
         if judged.verdict is not None and judged.verdict.outcome is not Outcome.ERROR:
             ctx.close(True)
             v = apply_profile(judged.verdict, req.id, queue_type, state.profile)
@@ -154,6 +196,9 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         raise
     finally:
         ctx.close(interrupted)
+    again = None if rerun else hangs.moved(state.health_path, health.generation)
+    if again:  # its observations span another case's restart of the broker
+        raise hangs.Rerun(again)
     v = observed_refusal(obs, req.text, state.profile.unsupported_reason(req.id, queue_type))  # caught by the case itself
     v = v or apply_profile(case.verdict(obs, state.profile, queue_type), req.id, queue_type, state.profile)
     finish(v, history, obs, ctx.wire_trace())
@@ -183,19 +228,27 @@ def _context_for(item: pytest.Item, state: RunState) -> CaseContext | None:
 # --- end issue 20 -----------------------------------------------------------------------------
 
 
+#: A shared-lock wait this long is shown in the case's history (a disruptive case held the broker).
+LOCK_WAIT_SHOWN_S = 0.05
+
+
 @contextlib.contextmanager
-def _broker_lock(state: RunState, *, exclusive: bool, history: History) -> Iterator[None]:
+def _broker_lock(state: RunState, *, exclusive: bool, history: History, waited: list[float]) -> Iterator[None]:
     """Cases share the broker (shared lock); a case that restarts or kills it holds it alone.
 
-    A file lock, so it spans xdist workers; the case deadline bounds the wait for it."""
+    A file lock, so it spans xdist workers; the case deadline bounds the wait for it. The wait is
+    the suite's scheduling, not the broker's answer: it goes to ``waited``, apart from the case's time."""
     if state.target is None or not state.target.can_restart:
         yield
         return
     with open(state.lock_path, "a+") as fh:
         started = time.monotonic()
         fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        waited[0] = time.monotonic() - started
         if exclusive:
-            history.add("suite", "lock", f"broker held exclusively after {(time.monotonic() - started) * 1000:.0f}ms")
+            history.add("suite", "lock", f"broker held exclusively after {waited[0] * 1000:.0f}ms")
+        elif waited[0] >= LOCK_WAIT_SHOWN_S:
+            history.add("suite", "lock", f"broker shared after {waited[0] * 1000:.0f}ms (a case that restarts or kills it held it)")
         try:
             yield
         finally:

@@ -27,6 +27,7 @@ from conformance.errors import ConformanceError, NoReply, OperationTimeout, Targ
 from conformance import preflight  # issue 16: the suite's assumptions, checked before the catalogue
 from conformance import packs  # issue 19 §2: requirement packs
 from conformance import judged
+from conformance import hangs
 from conformance.cluster import merge_mutation_stats, mutated_node_urls
 from conformance.profile import select_profile
 from conformance.proxy_isolated import IsolatedFaultProxy
@@ -196,14 +197,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             status = f"aborted: {state.abort_cause}" if state.abort_cause else "finished"
             meta = {**state.meta(), "finished_at": time.time(), "counts": counts, "status": status,
                     "judged": judged.summary(counts)}  # the score's base: error and blocked apart
+            meta.update(hangs.run_record(state.health_path))  # restarts after a hang, and any end of the judging
             if state.dead_cause:
                 meta["target_dead"] = state.dead_cause
             if state.mutation_proxy is not None:
                 meta["mutation"] = merge_mutation_stats([p.mutation_stats() for p in [state.mutation_proxy, *state.node_proxies]])
             state.writer.write_run({**read_run(state.writer.dir), **meta})
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(state.lock_path)  # the broker lock of this run (workers are gone by now)
+        for path in (state.lock_path, state.health_path):  # the broker lock and the shared record (workers are gone by now)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         if state.mutation_proxy is not None:
             state.mutation_proxy.close()
         for p in state.node_proxies:

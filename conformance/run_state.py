@@ -51,6 +51,11 @@ class RunState:
     def lock_path(self) -> str:
         return os.path.join(tempfile.gettempdir(), f"conformance-{self.run_id}.lock")
 
+    @property
+    def health_path(self) -> str:
+        """The record every process of the run shares of its target's hangs and restarts (conformance.hangs)."""
+        return os.path.join(tempfile.gettempdir(), f"conformance-{self.run_id}.health")
+
     def meta(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
