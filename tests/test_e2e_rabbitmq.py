@@ -123,10 +123,13 @@ def test_a_broker_killed_mid_run_turns_the_rest_into_errors(tmp_path: Path) -> N
         assert len(recs) == len([1 for c in all_cases() for _ in (c.variants or [None]) for _ in (c.queue_types or ("classic", "quorum"))]), proc.stdout[-2000:]
         verdicts = [r["verdict"] for r in recs]
         assert verdicts[:3] == ["pass"] * 3
-        assert set(verdicts[3:]) == {"error"}
-        assert all("target is down" in r["observed"] or "Connection" in r["observed"] for r in recs[3:])
-        assert read_run(out)["target_dead"]
-        assert exit_code(recs) == EXIT_USAGE
+        # the case running when it went silent fails with that finding; a URL cannot be restarted, so
+        # the judging ends there and every later case is an error naming the case that found it
+        assert verdicts[3] == "fail" and recs[3]["observed"].startswith("broker stopped answering "), recs[3]["observed"]
+        assert set(verdicts[4:]) == {"error"}
+        assert all("target is down" in r["observed"] and recs[3]["case_id"] in r["observed"] for r in recs[4:]), recs[4]["observed"]
+        assert recs[3]["case_id"] in read_run(out)["target_dead"] and read_run(out)["restarts"] == []
+        assert exit_code(recs) == EXIT_FAIL  # the finding is a MUST that failed, before the errors after it
         # the cause is told once; every later case is one line, not a traceback of the runner
         assert "Traceback" not in proc.stdout and "run_case" not in proc.stdout
         remaining = proc.stdout.count("error: target is down since an earlier case")

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,6 +25,7 @@ from conformance.cli import build_parser, pytest_args
 from conformance.errors import NoReply
 from conformance.history import History
 from conformance.results import read_results, read_run
+from conformance.targets import ExternalTarget, Target
 from conformance.verdict import Outcome
 from tests.conftest import ROOT
 
@@ -85,6 +87,71 @@ def test_the_finding_names_the_operation_and_what_the_case_did() -> None:
     assert hangs.operation(h, NoReply("basic.get", "basic.get-ok", 10.0)) == "basic.get"  # in protocol terms when the adapter says
     silent = hangs.finding("admin connect", hangs.what_it_did(History()), "refused")
     assert "after nothing: it did not answer the case's first operation, after ack/x.py::TestA::test[classic] ran" in silent.observed
+
+
+# -- the run's shared record: who restarts, how often, and when the judging ends ---------------------
+
+@dataclass
+class Counting(Target):
+    """Synthetic: counts the kills and starts the record asks of a restartable target."""
+
+    kills: int = 0
+    starts: int = 0
+
+    @property
+    def can_restart(self) -> bool:
+        return True
+
+    def kill(self) -> None:
+        self.kills += 1
+
+    def start(self) -> None:
+        self.starts += 1
+
+
+def _hang(path: str, target: Target | None, case_id: str, generation: int, restartable: bool = True) -> hangs.Hang:
+    return hangs.after_hang(path, target=target, case_id=case_id, cause=f"target stopped answering basic.get since {case_id}",
+                            started_generation=generation, restartable=restartable, history=History())
+
+
+def test_the_first_case_to_find_the_hang_restarts_and_the_others_run_again(tmp_path: Path) -> None:
+    path, target = str(tmp_path / "health"), Counting(name="node")
+    for case in ("a", "b", "c"):
+        assert hangs.begin(path, case).generation == 0
+    hung = _hang(path, target, "a", 0)
+    assert hung == hangs.Hang(True, None, ("b", "c")) and (target.kills, target.starts) == (1, 1)
+    with pytest.raises(hangs.Rerun, match="after a hung it"):
+        _hang(path, target, "b", 0)  # found the same silence: another case's restart already answered it
+    assert hangs.moved(path, 0) == "the broker was restarted while this case ran, after a hung it" and hangs.moved(path, 1) is None
+    hangs.end(path, "a")
+    assert hangs.read(path).running == ("b", "c")
+    assert hangs.run_record(path)["restarts"] == [{"after_case": "a", "cause": "target stopped answering basic.get since a",
+                                                   "seconds": hangs.read(path).restarts[0]["seconds"], "also_running": ["b", "c"]}]
+    assert "target_dead" not in hangs.run_record(path) and (target.kills, target.starts) == (1, 1)
+
+
+def test_after_the_cap_the_judging_ends_naming_the_case(tmp_path: Path) -> None:
+    path, target = str(tmp_path / "health"), Counting(name="node")
+    for n in range(hangs.MAX_RESTARTS):
+        assert _hang(path, target, f"c{n}", n).dead is None
+    last = _hang(path, target, "c9", hangs.MAX_RESTARTS)
+    assert last.culprit and last.dead is not None and f"after {hangs.MAX_RESTARTS} restarts" in last.dead and "since c9" in last.dead
+    assert target.kills == hangs.MAX_RESTARTS
+    assert _hang(path, target, "c10", hangs.MAX_RESTARTS) == hangs.Hang(False, last.dead)  # not its finding: already told
+    assert hangs.run_record(path)["target_dead"] == last.dead
+
+
+@pytest.mark.parametrize("target, restartable, why", [
+    (None, True, "the suite cannot restart this target"),
+    (ExternalTarget(name="amqp://127.0.0.1:1/"), True, "the suite cannot restart this target"),
+    (Counting(name="node"), False, "a run through a mutation"),
+])
+def test_a_target_the_run_cannot_restart_ends_the_judging(tmp_path: Path, target: Target | None, restartable: bool, why: str) -> None:
+    path = str(tmp_path / "health")
+    hung = _hang(path, target, "ack/x.py::T::test[classic]", 0, restartable)
+    assert hung.culprit and hung.dead is not None and why in hung.dead and "since ack/x.py::T::test[classic]" in hung.dead
+    assert hangs.read(path).dead == hung.dead and hangs.read(path).restarts == ()
+    assert not isinstance(target, Counting) or target.kills == 0
 
 
 # -- the run: a launched broker frozen during one case ----------------------------------------------
