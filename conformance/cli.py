@@ -248,7 +248,7 @@ def _list_rules(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """The report, and on the console what must not be missed: runs that did not finish, flaky cells."""
-    from reports.render import flaky_cells, unfinished_lines
+    from reports.render import flaky_cells, restart_lines, unfinished_lines
     from reports.report import build
 
     from conformance.progress import Console as ProgressConsole, StepProgress
@@ -269,6 +269,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"  {args.out / 'cases'}/ (one page per matrix cell, linked from the matrix)")
     for line in unfinished_lines(result):
         print(f"UNFINISHED RUN: {line}")
+    for line in restart_lines(result):
+        print(f"TARGET STOPPED ANSWERING: {line}")
     flaky = flaky_cells(result["cells"])
     if flaky:
         print(f"{len(flaky)} flaky cell(s): " + ", ".join(f"{c['requirement']} on {c['column']} {c['label']}" for c in flaky[:5])

@@ -118,6 +118,20 @@ def unfinished_lines(result: dict[str, Any]) -> list[str]:
             for r in result.get("runs", []) if not r["finished"]]
 
 
+def restart_lines(result: dict[str, Any]) -> list[str]:
+    """One sentence per run whose target stopped answering: which case hung it, how often the run
+    restarted it, and whether its judging ended there (conformance.hangs)."""
+    lines = []
+    for r in result.get("runs", []):
+        restarts = r.get("restarts") or []
+        if restarts:
+            causes = "; ".join(f"after {x.get('after_case')} hung it ({x.get('cause')})" for x in restarts)
+            lines.append(f"{r['role']} run {r['folder']} restarted its target {len(restarts)} time(s): {causes}")
+        if r.get("target_dead"):
+            lines.append(f"{r['role']} run {r['folder']} stopped judging its target: {r['target_dead']}")
+    return lines
+
+
 def context(result: dict[str, Any]) -> dict[str, Any]:
     cells = result["cells"]
     columns = sorted({c["column"] for c in cells})
@@ -168,6 +182,7 @@ def context(result: dict[str, Any]) -> dict[str, Any]:
                                  unit="% pass", title="Pass rate of flaky cases"),
         "killmatrices": kms, "summary": result["summary"], "coverage": coverage_context(result, grid, columns),
         "unfinished": [r for r in result.get("runs", []) if not r["finished"]], "flaky_cells": flaky_cells(cells),
+        "restart_lines": restart_lines(result),
         "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "version": result.get("suite_version", ""),
     }
 
@@ -198,7 +213,9 @@ def render_markdown(result: dict[str, Any], html_name: str = "report.html") -> s
     lines = ["## Broker compliance", ""]
     for text in unfinished_lines(result):
         lines.append(f"> :warning: **UNFINISHED RUN**: {text}")
-    if ctx["unfinished"]:
+    for text in ctx["restart_lines"]:
+        lines.append(f"> :warning: **TARGET STOPPED ANSWERING**: {text}")
+    if ctx["unfinished"] or ctx["restart_lines"]:
         lines.append("")
     lines.append("| target | MUST pass | fail | flaky | deviation | error | blocked | unsupported |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")

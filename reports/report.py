@@ -76,7 +76,9 @@ def run_statuses(files: list[str], baseline_files: list[str], spark: Any | None 
         remote = spark if not all(is_local(f) for f in fs) else None
         for m in read_metas(fs, remote):
             out.append({"role": role, "folder": m.folder, "run_id": m.run_id, "status": m.status if m.problem is None else "unknown",
-                        "finished": m.finished, "ended": m.ended})
+                        "finished": m.finished, "ended": m.ended,
+                        # a broker that stopped answering: the run's restarts of it, and any end of its judging
+                        "restarts": list(m.raw.get("restarts") or []), "target_dead": m.raw.get("target_dead")})
     return out
 
 

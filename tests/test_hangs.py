@@ -28,6 +28,7 @@ from conformance.results import read_results, read_run
 from conformance.targets import ExternalTarget, Target
 from conformance.verdict import Outcome
 from tests.conftest import ROOT
+from tests.test_reports import rec, run_dir, spark  # noqa: F401 - spark: the module's shared session fixture
 
 #: Verdicts that judge the broker (or say why a case could not): anything but the suite's error.
 REAL = {"pass", "fail", "deviation", "unsupported", "undocumented"}
@@ -182,11 +183,12 @@ def test_a_frozen_broker_fails_its_case_is_restarted_and_the_run_goes_on(tmp_pat
     assert len(hung) == 1, tail
     (culprit,) = hung
     assert culprit["verdict"] == "fail" and culprit["spec_verdict"] == "fail", culprit
-    if culprit["case_id"] == FROZEN:  # what it did: up to the publish the broker froze after
-        assert "publish(" in culprit["observed"].split(" (")[0], culprit["observed"]
     assert len(run["restarts"]) == 1, run["restarts"]
     assert run["restarts"][0]["after_case"] == culprit["case_id"] and run["restarts"][0]["cause"] in culprit["observed"]
-    assert "nemesis" not in culprit["observed"].split(" (")[0]  # what the case did, not the restart that followed
+    did = culprit["observed"].split(f" ({run['restarts'][0]['cause']})")[0]
+    assert did.startswith("broker stopped answering ") and "nemesis" not in did  # what the case did, not the restart after it
+    if culprit["case_id"] == FROZEN:  # up to the publish the broker froze after
+        assert did.endswith("persistent=False)") and "admin publish(" in did, did
     assert "target_dead" not in run
     # a silent broker cannot say which of the cases under way stopped it: the frozen one found it,
     # or it was under way beside the one that did and ran again after the restart
@@ -198,6 +200,41 @@ def test_a_frozen_broker_fails_its_case_is_restarted_and_the_run_goes_on(tmp_pat
         assert not [r for r in recs if r.get("rerun")]
         after = [r for r in recs if r["finished_at"] > culprit["finished_at"]]
         assert after and {r["verdict"] for r in after} <= REAL
+    if culprit["case_id"] != FROZEN:  # it hung, beside the case that found the silence: it ran again
+        (frozen,) = [r for r in recs if r["case_id"] == FROZEN]
+        assert frozen.get("rerun") and frozen["verdict"] in REAL, frozen
+    assert all("lock_wait_s" in r for r in recs)
     for r in recs:
         if r.get("rerun"):
             assert r["case_id"] in run["restarts"][0]["also_running"] and "after " in r["rerun"], r
+
+
+# -- the report -------------------------------------------------------------------------------------
+
+def test_the_report_says_which_case_hung_the_target_and_how_often_it_was_restarted(spark: Any, tmp_path: Path,
+                                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cli import main
+
+    restarted = run_dir(tmp_path, "restarted", [rec("ACK-A", "fail"), rec("ACK-B", "pass", case="b")],
+                        restarts=[{"after_case": "ack/a.py::TestA::test[classic]", "cause": "node does not answer on port 1",
+                                   "seconds": 4.2, "also_running": []}])
+    ended = run_dir(tmp_path, "ended", [rec("ACK-A", "fail", run="r2", version="3.11.0")], restarts=[],
+                    target_dead="target stopped answering basic.get since ack/a.py::TestA::test[classic]")
+    out = tmp_path / "report"
+    assert main(["report", restarted, ended, "--out", str(out)]) == 0
+    console = capsys.readouterr().out
+    said = f"current run {restarted} restarted its target 1 time(s): after ack/a.py::TestA::test[classic] hung it (node does not answer on port 1)"
+    stopped = f"current run {ended} stopped judging its target: target stopped answering basic.get since ack/a.py::TestA::test[classic]"
+    md = (out / "summary.md").read_text()
+    assert f"> :warning: **TARGET STOPPED ANSWERING**: {said}" in md and f"> :warning: **TARGET STOPPED ANSWERING**: {stopped}" in md
+    page = (out / "report.html").read_text()
+    assert f'class="banner unfinished">TARGET STOPPED ANSWERING: {said}.' in page
+    assert f"TARGET STOPPED ANSWERING: {said}" in console and f"TARGET STOPPED ANSWERING: {stopped}" in console
+
+
+def test_the_run_summary_names_each_restart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cli import summarize
+
+    summarize({"restarts": [{"after_case": "ack/a.py::TestA::test[classic]", "cause": "node does not answer on port 1"}]},
+              [rec("ACK-A", "fail")], tmp_path)
+    assert "restarted the target after ack/a.py::TestA::test[classic] hung it: node does not answer on port 1" in capsys.readouterr().out
