@@ -129,6 +129,10 @@ def summary(run: dict[str, Any], label: str) -> dict[str, Any]:
         "in_case": sum(r["duration_s"] for r in recs),
         "ordinary_n": len(ordinary),
         "ordinary_s": sum(r["duration_s"] for r in ordinary),
+        # the wait for the broker lock (a disruptive case held it), apart from in-case time since
+        # records carry it (lock_wait_s); before that it was inside duration_s
+        "lock_wait_s": sum(r.get("lock_wait_s") or 0.0 for r in ordinary),
+        "lock_waiters": sum(1 for r in ordinary if (r.get("lock_wait_s") or 0.0) >= 0.05),
         "disruptive_n": len(disruptive),
         "disruptive_s": sum(r["duration_s"] for r in disruptive),
         "restart_s": sum(restart_s(r) for r in disruptive),
@@ -146,7 +150,7 @@ def span_s(recs: list[dict[str, Any]]) -> float:
     """Seconds from the first case's start to the last case's end (records carry their end time and
     duration): the run's wall time without pytest's start-up, collection and the node attach."""
     ends = [float(r["finished_at"]) for r in recs]
-    starts = [float(r["finished_at"]) - float(r["duration_s"]) for r in recs]
+    starts = [float(r["finished_at"]) - float(r["duration_s"]) - float(r.get("lock_wait_s") or 0.0) for r in recs]
     return max(ends) - min(starts) if recs else 0.0
 
 
@@ -185,7 +189,8 @@ def main() -> None:
                 print(f"   wall {s['wall']:.1f}s for {s['cases']} cases = {s['cases'] / s['wall']:.1f} cases/s "
                       f"(in-case sum {s['in_case']:.1f}s)")
                 print(f"   ordinary   {s['ordinary_n']:>4} cases {s['ordinary_s']:7.1f}s in-case  "
-                      f"{s['ordinary_n'] / max(s['ordinary_s'], 1e-9):6.1f} cases/s")
+                      f"{s['ordinary_n'] / max(s['ordinary_s'], 1e-9):6.1f} cases/s; "
+                      f"{s['lock_waiters']} waited >= 50 ms for the broker lock, {s['lock_wait_s']:.1f}s in all")
                 print(f"   disruptive {s['disruptive_n']:>4} cases {s['disruptive_s']:7.1f}s in-case, of which "
                       f"{s['restart_s']:.1f}s in {s['restarts']} broker restarts/kills")
                 for area, (n, secs) in s["per_area"].items():
