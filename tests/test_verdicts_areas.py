@@ -504,9 +504,12 @@ def refill(i: int, received: int) -> dict[str, Any]:
 
 
 ZERO = {"published": msgs(40), "received_without_ack": msgs(40), "ready_after": 0}
-SCOPE_OWN = {"variant": "global-false", "consume": OPEN, "b_held_back": False, "b_got": "b1"}
-SCOPE_SHARED = {"variant": "global-true", "consume": OPEN, "b_held_back": True, "b_got": "b1"}
-SCOPE_GLOBAL_OWN = with_(SCOPE_SHARED, b_held_back=False)
+# C: a second consumer on A's channel; B: a consumer on a second channel of the same connection.
+SCOPE_OWN = {"variant": "global-false", "consume": OPEN, "c_held_back": False, "b_held_back": False, "c_got": "c1", "b_got": "b1"}
+SCOPE_CHANNEL = with_(SCOPE_OWN, c_held_back=True)
+SCOPE_SHARED = {**SCOPE_CHANNEL, "variant": "global-true", "b_held_back": True}  # the whole connection: the 0-9-1 text
+SCOPE_GLOBAL_CHANNEL = with_(SCOPE_SHARED, b_held_back=False)
+SCOPE_GLOBAL_OWN = with_(SCOPE_SHARED, c_held_back=False, b_held_back=False)
 SCOPE_540 = {"variant": "global-true", "consume": connection_closed(540, "NOT_IMPLEMENTED - queue 'q' in vhost '/' does not support global qos")}
 
 PREFETCH_GOOD: list[Example] = [
@@ -515,12 +518,11 @@ PREFETCH_GOOD: list[Example] = [
     *everywhere("TestPrefetchZero", "all-40", ZERO),
     # RabbitMQ's reinterpretation of the flag is a documented deviation from the 0-9-1 text
     *(dev("TestPrefetchScope", "global-false-own-limit", SCOPE_OWN, qt, p) for p in (RABBIT, P43) for qt in p.queue_types),
-    # on the case's one channel a channel-wide limit looks like the connection-wide one the text asks for
-    ok("TestPrefetchScope", "global-true-per-channel", SCOPE_SHARED, "classic", RABBIT),
+    dev("TestPrefetchScope", "global-true-per-channel", SCOPE_GLOBAL_CHANNEL, "classic", RABBIT),
     dev("TestPrefetchScope", "global-true-refused-540", SCOPE_540, QQ, RABBIT),
     *(dev("TestPrefetchScope", "global-true-per-consumer", SCOPE_GLOBAL_OWN, qt, P43) for qt in P43.queue_types),
     # the 0-9-1 text's scopes pass whatever a profile documents
-    ok("TestPrefetchScope", "global-false-shared", with_(SCOPE_OWN, b_held_back=True), "classic", RABBIT),
+    ok("TestPrefetchScope", "global-false-per-channel", SCOPE_CHANNEL, "classic", RABBIT),
     ok("TestPrefetchScope", "global-true-shared-on-quorum", SCOPE_SHARED, QQ, RABBIT),
     ok("TestPrefetchScope", "global-true-shared", SCOPE_SHARED, "classic", P43),
 ]
@@ -551,7 +553,12 @@ PREFETCH_VIOLATIONS: list[Example] = [
     # PREFETCH-SCOPE
     bad("TestPrefetchScope", "global-false-refused", {"variant": "global-false", "consume": connection_closed(540, "NOT_IMPLEMENTED - global qos")},
         QQ, shows="connection closed with 540"),
-    bad("TestPrefetchScope", "global-true-per-consumer-on-3.10-classic", SCOPE_GLOBAL_OWN, "classic", RABBIT, shows="= false"),
+    bad("TestPrefetchScope", "global-true-per-consumer-on-3.10-classic", SCOPE_GLOBAL_OWN, "classic", RABBIT, shows="C (same channel): false"),
+    bad("TestPrefetchScope", "global-false-across-the-connection", with_(SCOPE_CHANNEL, b_held_back=True), "classic", RABBIT,
+        shows="B (second channel): true"),
+    bad("TestPrefetchScope", "global-false-second-channel-only", with_(SCOPE_OWN, b_held_back=True), "classic", RABBIT,
+        shows="C (same channel): false, B (second channel): true"),
+    bad("TestPrefetchScope", "c-never-delivered", with_(SCOPE_CHANNEL, c_got=None), "classic", RABBIT, shows="[none, b1]"),
     bad("TestPrefetchScope", "global-true-channel-540-on-3.10-quorum", {"variant": "global-true", "consume": soft(540, "NOT_IMPLEMENTED - global qos")},
         QQ, RABBIT, shows="channel closed with 540"),
     bad("TestPrefetchScope", "global-true-refused-on-4.3-quorum", SCOPE_540, QQ, P43, shows="connection closed with 540"),

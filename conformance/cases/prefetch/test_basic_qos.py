@@ -159,31 +159,38 @@ SCOPES = ("per-consumer", "per-channel", "per-connection")
 
 
 class TestPrefetchScope(Case):
-    """Consumer A fills the channel's limit of 2 with the only 2 messages of its queue; consumer B on the same channel then
-    subscribes to an empty queue, which gets one message (confirmed, so the queue has already
-    decided whether B may have it). Per-consumer: B gets it at once. Per-channel: it waits until A
-    acknowledges one."""
+    """basic.qos(2) on channel 1, whose consumer A fills the limit with the only 2 messages of its
+    queue. Then consumer C on the same channel, and consumer B on a second channel of the same
+    connection, each subscribe to a queue that then gets one message (confirmed, so the queue has
+    already decided whether its consumer may have it). Who is held back tells the scopes apart:
+    per consumer, nobody; per channel, C; per connection, C and B. Both of A's deliveries are then
+    acknowledged, which frees room for everyone held back."""
 
     requirement = "PREFETCH-SCOPE"
     variants = ("global-false", "global-true")
 
     def scenario(self, ctx: CaseContext) -> Obs:
-        q1, q2 = ctx.queue(role="a"), ctx.queue(role="b")
-        ctx.publish(q1, 2, prefix="a")  # exactly A's share: a freed slot can only go to B
-        session = ctx.session("consumer")
+        q1, q2, q3 = ctx.queue(role="a"), ctx.queue(role="b"), ctx.queue(role="c")
+        ctx.publish(q1, 2, prefix="a")  # exactly A's share: a freed slot can only go to B or C
+        connection = ctx.connect("consumer")
+        session, other = connection.session(), connection.session()
         session.qos(2, global_=ctx.variant == "global-true")
         obs: dict[str, Any] = {"variant": ctx.variant}
         consumers: list[Consumer] = []
         obs["consume"] = ctx.channel_error(lambda: consumers.append(session.consume(q1)) or session.sync())
         if obs["consume"]["closed"]:
             return obs
-        a = consumers[0]
-        held = ctx.take(a, 2)
-        b = session.consume(q2)
+        held = ctx.take(consumers[0], 2)
+        c = session.consume(q3)
+        ctx.publish(q3, 1, prefix="c")
+        obs["c_held_back"] = ctx.stats(q3).ready == 1
+        b = other.consume(q2)
         ctx.publish(q2, 1, prefix="b")
         obs["b_held_back"] = ctx.stats(q2).ready == 1
-        if obs["b_held_back"]:
-            session.ack(held[0].tag)
+        if obs["c_held_back"] or obs["b_held_back"]:
+            for d in held:
+                session.ack(d.tag)
+        obs["c_got"] = ctx.take(c, 1)[0].message_id
         obs["b_got"] = ctx.take(b, 1)[0].message_id
         return obs
 
@@ -201,14 +208,13 @@ class TestPrefetchScope(Case):
                              key="consume-accepted" if not answer["closed"] else f"closed-{answer['code']}", spec=False)
             if scope not in SCOPES:
                 raise ValueError(f"{key} {scope!r}: expected one of {', '.join(SCOPES)} or refused-540")
-            # Both consumers share one channel of one connection: a channel-wide and a connection-wide
-            # limit hold the second consumer's message back alike; a per-consumer one does not.
-            shared = scope != "per-consumer"
-            held = same(shared, obs.get("b_held_back"), what="second consumer's message held back while the first holds 2", spec=False)
+            want = {"C (same channel)": scope != "per-consumer", "B (second channel)": scope == "per-connection"}
+            got = {"C (same channel)": obs.get("c_held_back"), "B (second channel)": obs.get("b_held_back")}
+            held = same(want, got, what="held back while A holds 2", spec=False)
             return first_failure(
                 accepted(answer, what=what),
-                replace(held, expected=f"{held.expected} ({scope}: {'shared' if shared else 'own'} limit)"),
-                same("b1", obs.get("b_got"), what="second consumer's delivery", spec=False),
+                replace(held, expected=f"{held.expected} ({scope} limit)"),
+                same(["c1", "b1"], [obs.get("c_got"), obs.get("b_got")], what="deliveries of C and B", spec=False),
             )
 
         return judge(self.requirement, profile, queue_type, [key], check)
