@@ -60,22 +60,26 @@ def judge(req_id: str, profile: Profile, queue_type: str | None, keys: Sequence[
         if choices is None:
             return undocumented(key, profile)
         per_key.append(choices)
+    documented = {k: documented_difference(k, profile, queue_type, [v for v, _ in c]) for k, c in zip(keys, per_key)}
+    differing = {k: e for k, e in documented.items() if e is not None}
+    values = {k: (differing[k].value if k in differing else c[0][0]) for k, c in zip(keys, per_key)}
+    said = ", ".join(f"{k} = {fmt(e.value)}" for k, e in differing.items())
     first: Verdict | None = None
     for combo in itertools.product(*per_key):
         v = check({k: value for k, (value, _) in zip(keys, combo)})
         if v.outcome is Outcome.PASS:
-            return replace(v, citation=v.citation or "; ".join(dict.fromkeys(src for _, src in combo)))
+            v = replace(v, citation=v.citation or "; ".join(dict.fromkeys(src for _, src in combo)))
+            if differing and check(values).outcome is Outcome.PASS:
+                # the case saw nothing that tells the two apart: a pass, said to be a weak one
+                v = replace(v, reason=f"this observation does not tell the reference from what profile {profile.id} documents ({said})")
+            return v
         if v.outcome is not Outcome.FAIL:
             return v  # unsupported (a clean refusal), undocumented...: the check's own word
         first = first or v
     assert first is not None
-    documented = {k: documented_difference(k, profile, queue_type, [v for v, _ in c]) for k, c in zip(keys, per_key)}
-    differing = {k: e for k, e in documented.items() if e is not None}
     if not differing:
         return first
-    values = {k: (differing[k].value if k in differing else c[0][0]) for k, c in zip(keys, per_key)}
     explained = check(values)
-    said = ", ".join(f"{k} = {fmt(e.value)}" for k, e in differing.items())
     if explained.outcome is not Outcome.PASS:
         return replace(first, reason=f"neither the reference nor what profile {profile.id} documents ({said}): "
                                      f"{explained.observed}")
