@@ -142,7 +142,10 @@ def _unsupported_fields(raw: dict[str, Any], w: str) -> dict[str, str]:
     refusal = raw.get("refusal")
     if kind == "refused" and (refusal is None or str(refusal).strip() == ""):
         raise UsageError(f"{w}: kind refused needs 'refusal', the protocol's refusal the case must observe "
-                         "(a reply code such as \"406\", or an AMQP 1.0 condition such as amqp:not-implemented)")
+                         "(a reply code and its words such as \"406 x-delivery-limit\", or an AMQP 1.0 condition such as amqp:not-implemented)")
+    if kind == "refused" and str(refusal).strip().isdigit():
+        raise UsageError(f"{w}: refusal {refusal!r} is a bare reply code, which any close with it would match (an unknown "
+                         "delivery tag is a 406 too): add the words of the refusal, e.g. \"406 x-delivery-limit\"")
     if kind == "cannot-express" and (refusal is not None or "refus" in str(raw.get("reason", "")).lower()):
         raise UsageError(f"{w}: a cannot-express entry is not run, so it cannot claim a refusal; an entry whose broker "
                          "refuses is kind refused, with the 'refusal' the case must observe")

@@ -46,8 +46,14 @@ def _answer(exc: ChannelClosed) -> str:
 
 
 def refusal_matches(refusal: str, exc: ChannelClosed) -> bool:
-    """A profile's expected refusal ("406", "amqp:not-implemented") against the broker's answer."""
-    return refusal == str(exc.code) or (not refusal.isdigit() and refusal in exc.text)
+    """A profile's expected refusal against the broker's answer: a reply code and the words of the
+    refusal ("406 x-delivery-limit": 406 whose text names the argument), or an AMQP 1.0 condition
+    ("amqp:not-implemented"). A bare code matches any close with it, so an unrelated 406 later in
+    the case (an unknown delivery tag) would pass for the refusal: give the words."""
+    code, _, words = refusal.partition(" ")
+    if code.isdigit():
+        return int(code) == exc.code and (not words or words in exc.text)
+    return refusal in exc.text
 
 
 def refusal_verdict(exc: ChannelClosed, req: Any, protocol: str, doc: Any = None) -> Verdict | None:

@@ -22,7 +22,7 @@ from tests.test_verdicts import CASES
 RABBIT = select_profile("RabbitMQ", "3.10.8", "amqp-0-9-1")
 SPEC10 = select_profile("Other", "1.0", "amqp-1.0")
 REFUSED_406 = Documented("LIMIT-MAX-DELIVERIES", ("classic",), "classic queues have no delivery limit", "feature matrix",
-                         kind=REFUSED, refusal="406")
+                         kind=REFUSED, refusal="406 x-delivery-limit")
 CANNOT = Documented("LIMIT-MAX-DELIVERIES", ("classic",), "no such queue argument in this dialect", "vendor doc", kind=CANNOT_EXPRESS)
 
 
@@ -116,7 +116,7 @@ def test_540_for_an_optional_feature_is_a_clean_refusal() -> None:
 
 
 def test_a_refusal_the_case_caught_itself_is_matched_in_its_observations() -> None:
-    refused = {"declare": {"closed": True, "hard": False, "code": 406, "text": "PRECONDITION_FAILED - invalid property 'non-durable'"}}
+    refused = {"declare": {"closed": True, "hard": False, "code": 406, "text": "PRECONDITION_FAILED - invalid arg 'x-delivery-limit'"}}
     v = observed_refusal(refused, "expected", REFUSED_406)
     assert v is not None and (v.outcome, v.unsupported_kind) == (Outcome.UNSUPPORTED, REFUSED) and "406" in v.observed
     # accepted (no refusal in the observations): the case is judged like any other
@@ -128,7 +128,7 @@ def test_accepted_and_not_enforced_fails_where_the_profile_says_the_broker_refus
     """RabbitMQ 3.10's profile says classic queues refuse x-delivery-limit: the case runs, and a
     broker that took the argument and delivered the message forever fails instead of being excused."""
     doc = RABBIT.unsupported_reason("LIMIT-MAX-DELIVERIES", "classic")
-    assert doc is not None and (doc.kind, doc.refusal) == (REFUSED, "406")
+    assert doc is not None and (doc.kind, doc.refusal) == (REFUSED, "406 x-delivery-limit")
     assert profile_skip(doc, "expected") is None  # the case is run, not skipped
     rounds = 8
     obs = {"limit": 2, "how": "reject", "rounds": rounds, "gone": False,
@@ -166,8 +166,10 @@ def test_the_loader_refuses_an_unsupported_entry_without_a_kind_or_refusal(entry
 
 
 def test_the_loader_keeps_kind_and_refusal() -> None:
-    doc = _profile([{**BASE, "kind": "refused", "refusal": 406}]).unsupported[0]
-    assert (doc.kind, doc.refusal) == (REFUSED, "406")
+    doc = _profile([{**BASE, "kind": "refused", "refusal": "406 x-delivery-limit"}]).unsupported[0]
+    assert (doc.kind, doc.refusal) == (REFUSED, "406 x-delivery-limit")
+    with pytest.raises(UsageError, match="bare reply code"):
+        _profile([{**BASE, "kind": "refused", "refusal": 406}])
 
 
 def test_every_bundled_unsupported_entry_names_its_kind() -> None:
@@ -225,3 +227,17 @@ def test_a_profile_lack_cannot_claim_a_refusal() -> None:
     assert "browse" in lacking("the dialect has no distribution modes").lacks
     with pytest.raises(UsageError, match="cannot claim a refusal"):
         lacking("the broker refuses distribution-mode copy")
+
+
+def test_a_documented_refusal_matches_its_words_not_any_close_with_its_code() -> None:
+    """A 406 for something else later in the case (an unknown delivery tag after the argument was
+    accepted) is not the documented refusal of x-delivery-limit: the case is judged, not excused."""
+    doc = RABBIT.unsupported_reason("LIMIT-MAX-DELIVERIES", "classic")
+    req = requirement("LIMIT-MAX-DELIVERIES")
+    argument = ChannelClosed(406, "PRECONDITION_FAILED - invalid arg 'x-delivery-limit' for queue 'q'")
+    other = ChannelClosed(406, "PRECONDITION_FAILED - unknown delivery tag 3")
+    refused = refusal_verdict(argument, req, "amqp-0-9-1", doc)
+    assert refused is not None and refused.unsupported_kind == REFUSED
+    assert refusal_verdict(other, req, "amqp-0-9-1", doc) is None
+    late = {"declare": {"closed": False}, "ack": {"closed": True, "hard": False, "code": 406, "text": "PRECONDITION_FAILED - unknown delivery tag 3"}}
+    assert observed_refusal(late, "expected", doc) is None
