@@ -243,7 +243,7 @@ ARG_REFUSED = channel_406("PRECONDITION_FAILED - invalid arg 'x-delivery-limit' 
 
 LIMIT_GOOD: list[Example] = [
     *(ok("TestArgumentSupport", "classic-refused-406", {"answer": ARG_REFUSED}, "classic", p, "unsupported") for p in (RABBIT, P43)),
-    *(ok("TestArgumentSupport", "quorum-accepted", {"answer": OPEN}, QQ, p) for p in (RABBIT, P43)),
+    *(ok("TestArgumentSupport", "quorum-accepted", {"answer": OPEN, "enforced": True, "deliveries": 3}, QQ, p) for p in (RABBIT, P43)),
     # limit 2, limit+1: three deliveries, then removed, whichever return (all counted on 3.10).
     *(ok("TestMaxDeliveries", f"{how}-3-then-removed", max_deliveries(how, 3, True), QQ, RABBIT) for how in ("nack", "reject", "consumer-loss")),
     *(ok("TestMaxDeliveries", f"{how}-3-then-removed", max_deliveries(how, 3, True), QQ, P43) for how in ("reject", "consumer-loss")),
@@ -287,12 +287,16 @@ LIMIT_GOOD += [
 
 LIMIT_VIOLATIONS: list[Example] = [
     # LIMIT-ARGUMENT-SUPPORT
-    bad("TestArgumentSupport", "classic-silently-accepted", {"answer": OPEN}, "classic", RABBIT, shows="channel stayed open"),
+    bad("TestArgumentSupport", "classic-silently-accepted", {"answer": OPEN, "enforced": False, "deliveries": 5}, "classic", RABBIT,
+        shows="still in the queue"),
+    bad("TestArgumentSupport", "quorum-accepted-not-enforced", {"answer": OPEN, "enforced": False, "deliveries": 5}, QQ, RABBIT,
+        shows="delivered 5 times, then still in the queue"),
     bad("TestArgumentSupport", "classic-connection-406", {"answer": connection_closed(406, ARG_REFUSED["text"])}, "classic", RABBIT,
         shows="connection closed with 406"),
     bad("TestArgumentSupport", "quorum-refused", {"answer": channel_406("PRECONDITION_FAILED - invalid arg 'x-delivery-limit'")}, QQ, RABBIT,
         shows="channel closed with 406"),
-    bad("TestArgumentSupport", "classic-silently-accepted", {"answer": OPEN}, "classic", P43, shows="channel stayed open"),
+    bad("TestArgumentSupport", "classic-silently-accepted", {"answer": OPEN, "enforced": False, "deliveries": 5}, "classic", P43,
+        shows="still in the queue"),
     # LIMIT-MAX-DELIVERIES (limit 2, 3.10: limit+1 = 3 deliveries, every return counted)
     bad("TestMaxDeliveries", "nack-enforced-one-late", max_deliveries("nack", 4, True), QQ, RABBIT, shows="delivered 4 times, then removed"),
     bad("TestMaxDeliveries", "reject-enforced-early", max_deliveries("reject", 2, True), QQ, RABBIT, shows="delivered 2 times, then removed"),
@@ -687,7 +691,8 @@ def test_area_examples_cover_every_case_of_the_areas() -> None:
 def test_without_a_profile_entry_the_reference_judges_and_only_vendor_choices_are_undocumented() -> None:
     for case, obs, outcome in (
         ("TestLastDeath", LAST_ABSENT, Outcome.FAIL), ("TestLastDeath", LAST_PRESENT, Outcome.PASS),
-        ("TestNonDurableQueueGone", NON_DURABLE_GONE, Outcome.PASS), ("TestArgumentSupport", {"answer": OPEN}, Outcome.PASS),
+        ("TestNonDurableQueueGone", NON_DURABLE_GONE, Outcome.PASS), ("TestArgumentSupport", {"answer": OPEN, "enforced": True, "deliveries": 3}, Outcome.PASS),
+        ("TestArgumentSupport", {"answer": OPEN, "enforced": False, "deliveries": 5}, Outcome.FAIL),
         ("TestPrefetchScope", SCOPE_SHARED, Outcome.PASS), ("TestPrefetchScope", SCOPE_OWN, Outcome.FAIL),
         ("TestMaxDeliveries", max_deliveries("nack", 3, True), Outcome.PASS), ("TestCountHeader", looped("nack", [0, 1, 2, 3], False, 4), Outcome.FAIL),
         # the specification leaves these to the vendor: without its documented choice, nothing to judge by
@@ -750,7 +755,7 @@ def _with_entry(profile: Profile, key: str, value: str, qt: str) -> Profile:
 
 def test_argument_ignored_is_never_a_pass() -> None:
     ignoring = _with_entry(RABBIT, "delivery-limit.support", "ignored", "classic")
-    v = judged("TestArgumentSupport", {"answer": OPEN}, ignoring)
+    v = judged("TestArgumentSupport", {"answer": OPEN, "enforced": False, "deliveries": 5}, ignoring)
     assert v.outcome is Outcome.DEVIATION and v.spec == "n/a" and v.citation == "https://example.invalid/vendor-doc"
     # a clean refusal of the optional feature is unsupported (refused), with the refusal recorded
     refused = judged("TestArgumentSupport", {"answer": ARG_REFUSED}, ignoring)

@@ -126,10 +126,18 @@ def judge_deliveries(obs: Obs, allowed: int | None, why: str) -> Verdict:
 
 
 class TestArgumentSupport(Case):
+    """queue.declare with x-delivery-limit, then (when accepted) one message rejected with requeue
+    until it is gone or clearly past the limit: accepted is not enough, the limit must hold."""
+
     requirement = "LIMIT-ARGUMENT-SUPPORT"
 
     def scenario(self, ctx: CaseContext) -> Obs:
-        return {"answer": ctx.channel_error(lambda: ctx.queue({"x-delivery-limit": LIMIT}))}
+        declared: list[str] = []
+        obs: dict[str, Any] = {"answer": ctx.channel_error(lambda: declared.append(ctx.queue({"x-delivery-limit": LIMIT})))}
+        if declared:
+            loop = return_until_gone(ctx, declared[0], "reject", LIMIT + 3)
+            obs.update(enforced=loop["gone"], deliveries=len(loop["deliveries"]))
+        return obs
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         what = f"queue.declare with x-delivery-limit={LIMIT}"
@@ -143,23 +151,21 @@ class TestArgumentSupport(Case):
                            observed=f"{what}: channel closed with 406 {answer.get('text', '')}".rstrip(),
                            reason="the broker refused x-delivery-limit for this queue type cleanly (406 PRECONDITION_FAILED)",
                            unsupported_kind=REFUSED, key="refused-406")
-
-        if not answer.get("closed") and documented is not None and documented.value in ("refused-406", "ignored"):
-            # Accepted where the vendor documents no limits for the queue type: the declare alone looks
-            # like the reference, but the argument is (documented: ignored) or may be (undocumented:
-            # silently) not enforced. Never a pass.
-            v = holds(False, expected=f"{what}: accepted and enforced, or refused cleanly (406)",
-                      observed=f"{what}: accepted, the channel stayed open, where the vendor documents "
-                               + ("that the argument is ignored" if documented.value == "ignored" else "a refusal for this queue type"),
-                      key="no-error", spec=False)
-            if documented.value == "ignored":
-                return replace(v, outcome=Outcome.DEVIATION, reason=documented.reason, citation=documented.source)
-            return v
+        rounds = obs.get("deliveries", 0)
+        after = f"one message rejected with requeue: delivered {rounds} times, then {'removed' if obs.get('enforced') else 'still in the queue'}"
 
         def check(values: Mapping[str, Any]) -> Verdict:
-            if values["delivery-limit.support"] == "refused-406":
+            support = values["delivery-limit.support"]
+            if support == "refused-406":
                 return channel_closed_with(answer, 406, what=what)
-            return accepted(answer, what=what)
+            enforced = support == "supported"
+            return first_failure(
+                accepted(answer, what=what),
+                holds(obs.get("enforced") is enforced,
+                      expected=f"the limit {'enforced: the message removed within' if enforced else 'ignored: the message still there after'} "
+                               f"{LIMIT + 3} deliveries",
+                      observed=after, key="enforced" if obs.get("enforced") else "not-enforced", spec=False),
+            )
 
         return judge(self.requirement, profile, queue_type, ["delivery-limit.support"], check)
 
