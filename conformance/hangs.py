@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
+from conformance import deadline
 from conformance.errors import NoReply
 from conformance.history import History
 from conformance.liveness import operation_of
@@ -160,12 +161,17 @@ class Hang:
 
 
 def after_hang(path: str, *, target: Target | None, case_id: str, cause: str, started_generation: int,
-               restartable: bool, history: History) -> Hang:
+               restartable: bool, history: History, lock_path: str | None = None) -> Hang:
     """The target stopped answering during ``case_id``. Raises :class:`Rerun` if another case
     restarted it meanwhile (this case was not the cause). Otherwise this case is the one that found
     it: the target is restarted when it can be, else the record says why the run stops judging it.
     Cases of other workers under way at that moment are named: a silent broker cannot say which
-    of them stopped it, and each of them runs again on the restarted broker."""
+    of them stopped it, and each of them runs again on the restarted broker.
+
+    The restart holds the broker lock (``lock_path``) alone, as a case that kills the broker does:
+    no disruptive case of another worker kills or restarts the node under it. No deadlock: a case
+    takes this record only after its scenario released the broker lock. The case's deadline is
+    disarmed first (a restart takes seconds), and the record is written whatever interrupts it."""
     with _locked(path, exclusive=True) as fh:
         health = _parse(fh)
         if health.generation != started_generation:
@@ -184,15 +190,24 @@ def after_hang(path: str, *, target: Target | None, case_id: str, cause: str, st
             dead = f"{said} (after {MAX_RESTARTS} restarts the run stops judging this target)"
             _write(fh, replace(health, dead=dead))
             return Hang(True, dead, others)
+        deadline.disarm()  # the restart is the suite's, not the case's: its deadline must not cut it short
         start = time.monotonic()
         try:
-            target.kill()
-            history.add("nemesis", "kill -9", f"{target.name}: it stopped answering")
-            target.start()
+            with _locked(lock_path, exclusive=True) if lock_path else contextlib.nullcontext():
+                target.kill()
+                history.add("nemesis", "kill -9", f"{target.name}: it stopped answering")
+                target.start()
         except Exception as exc:  # noqa: BLE001 - a target that does not come back ends the judging, with its reason
             dead = f"{said} (restart failed: {exc})"
             _write(fh, replace(health, generation=health.generation + 1, dead=dead))
             return Hang(True, dead, others)
+        except BaseException as exc:
+            # interrupted (Ctrl-C, a stray alarm): the node was killed at least, so the generation
+            # moves and the record says so, or the next case would blame and restart all over again
+            dead = f"{said} (restart interrupted: {type(exc).__name__})"
+            restart = {"after_case": case_id, "cause": cause, "seconds": round(time.monotonic() - start, 2), "also_running": list(others)}
+            _write(fh, replace(health, generation=health.generation + 1, dead=dead, restarts=(*health.restarts, restart)))
+            raise
         took = time.monotonic() - start
         history.add("nemesis", "start", f"{target.name} accepting connections after {took:.1f}s (data kept)")
         restart = {"after_case": case_id, "cause": cause, "seconds": round(took, 2), "also_running": list(others)}

@@ -238,3 +238,84 @@ def test_the_run_summary_names_each_restart(tmp_path: Path, capsys: pytest.Captu
     summarize({"restarts": [{"after_case": "ack/a.py::TestA::test[classic]", "cause": "node does not answer on port 1"}]},
               [rec("ACK-A", "fail")], tmp_path)
     assert "restarted the target after ack/a.py::TestA::test[classic] hung it: node does not answer on port 1" in capsys.readouterr().out
+
+
+# -- the restart itself: the broker lock, the deadline, an interruption --------------------------------
+
+@dataclass
+class Checking(Counting):
+    """Synthetic: at its kill, whether another worker could still take the broker lock (shared)."""
+
+    lock_path: str = ""
+    shared_possible: bool | None = None
+    start_for_s: float = 0.0
+    start_raises: BaseException | None = None
+
+    def kill(self) -> None:
+        super().kill()
+        import fcntl
+
+        with open(self.lock_path, "a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                self.shared_possible = True
+                fcntl.flock(fh, fcntl.LOCK_UN)
+            except BlockingIOError:
+                self.shared_possible = False
+
+    def start(self) -> None:
+        super().start()
+        import time
+
+        end = time.monotonic() + self.start_for_s  # a restart takes a while: long past a short deadline
+        while time.monotonic() < end:
+            pass
+        if self.start_raises is not None:
+            raise self.start_raises
+
+
+def test_the_restart_holds_the_broker_lock_alone(tmp_path: Path) -> None:
+    """A disruptive case of another worker could kill or restart the node under the restart."""
+    path, lock = str(tmp_path / "health"), str(tmp_path / "lock")
+    target = Checking(name="node", lock_path=lock)
+    hung = hangs.after_hang(path, target=target, case_id="a", cause="silent", started_generation=0, restartable=True,
+                            history=History(), lock_path=lock)
+    assert hung.dead is None and target.shared_possible is False
+
+
+def test_the_restart_runs_with_the_case_deadline_disarmed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The case's alarm (still armed after a connection error) fired inside the restart: the record
+    was never written, and the next case restarted and blamed all over again."""
+    from conformance import deadline
+
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
+    path, lock = str(tmp_path / "health"), str(tmp_path / "lock")
+    item = _DeadlineItem(0.05)
+    assert deadline.set_timer(item, 0.05)  # type: ignore[arg-type]
+    target = Checking(name="node", lock_path=lock, start_for_s=0.3)
+    try:
+        hung = hangs.after_hang(path, target=target, case_id="a", cause="silent", started_generation=0, restartable=True,
+                                history=History(), lock_path=lock)
+    finally:
+        item.cancel_timeout()  # type: ignore[attr-defined]
+    assert hung.dead is None and hangs.read(path).generation == 1 and len(hangs.read(path).restarts) == 1
+
+
+def test_an_interrupted_restart_is_recorded_all_the_same(tmp_path: Path) -> None:
+    path = str(tmp_path / "health")
+    target = Checking(name="node", lock_path=str(tmp_path / "lock"), start_raises=KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        _hang(path, target, "a", 0)
+    health = hangs.read(path)
+    assert health.generation == 1 and [r["after_case"] for r in health.restarts] == ["a"]
+    assert health.dead is not None and "restart interrupted: KeyboardInterrupt" in health.dead and "since a" in health.dead
+
+
+class _DeadlineItem:
+    """A pytest item as conformance.deadline sees it: a timeout mark and a cancel slot."""
+
+    def __init__(self, timeout: float) -> None:
+        self.mark = pytest.mark.timeout(timeout).mark
+
+    def get_closest_marker(self, name: str):  # noqa: ANN201 - mimics pytest.Item
+        return self.mark if name == "timeout" else None
