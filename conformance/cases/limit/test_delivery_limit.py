@@ -12,7 +12,6 @@ Each round returns the one message and then learns, without sleeping, whether it
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any, Mapping
 
 from conformance.api import AckMode
