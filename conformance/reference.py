@@ -28,7 +28,7 @@ from conformance.verdict import Outcome, Verdict, fmt, undocumented
 
 Check = Callable[[Mapping[str, Any]], Verdict]
 #: A citation of the vendor's own documentation: a URL, its docs, CHANGELOG or release notes.
-VENDOR_DOCUMENT = re.compile(r"https?://|\bdoc|changelog|release notes|\bLQ-(DOC|CL)\b", re.IGNORECASE)
+VENDOR_DOCUMENT = re.compile(r"https?://|\bdocs?\b|changelog|release notes|\bLQ-(DOC|CL)\b", re.IGNORECASE)
 
 
 def _choices(req_id: str, key: str, profile: Profile, queue_type: str | None) -> list[tuple[Any, str]] | None:

@@ -170,3 +170,9 @@ def test_a_pass_the_case_cannot_tell_from_the_documented_difference_says_so() ->
     assert v.outcome is Outcome.PASS and "does not tell the reference from what profile rabbitmq-3.10 documents" in v.reason
     # a pass that rules the documented value out carries no such note
     assert judge("TestRequeuePosition", requeue_nack(["m1", "m2", "m3", "m4"])).reason == ""
+
+
+@pytest.mark.parametrize("source", ["documented by our own test run", "observed in docker, 2026-11-21", "seen on a dev server"])
+def test_an_observation_is_no_vendor_documentation(tmp_path: Path, source: str) -> None:
+    with pytest.raises(UsageError, match="must cite the vendor's documentation"):
+        load_profile_file(_profile_file(tmp_path, {"delivery-limit.default": {"value": 5, "source": source}}))
