@@ -241,3 +241,16 @@ def test_a_documented_refusal_matches_its_words_not_any_close_with_its_code() ->
     assert refusal_verdict(other, req, "amqp-0-9-1", doc) is None
     late = {"declare": {"closed": False}, "ack": {"closed": True, "hard": False, "code": 406, "text": "PRECONDITION_FAILED - unknown delivery tag 3"}}
     assert observed_refusal(late, "expected", doc) is None
+
+
+def test_only_the_coordinator_links_own_detach_is_a_refusal_of_transactions() -> None:
+    from adapters.amqp10.proton_adapter import coordinator_refused
+
+    refused = ChannelClosed(540, "broker refused a transaction coordinator link: amqp:not-implemented: no transactions")
+    assert coordinator_refused(refused, link_detached=True)
+    assert coordinator_refused(refused, link_detached=False)  # RabbitMQ 3.x ends the session with it
+    assert coordinator_refused(ChannelClosed(0, "broker refused a transaction coordinator link: amqp:unauthorized-access"), link_detached=True)
+    # the session ended for another reason, the broker failed internally, the connection closed: no refusal
+    assert not coordinator_refused(ChannelClosed(0, "session ended by broker: amqp:resource-limit-exceeded"), link_detached=False)
+    assert not coordinator_refused(ChannelClosed(541, "amqp:internal-error: boom"), link_detached=True)
+    assert not coordinator_refused(ChannelClosed(320, "amqp:connection:forced", hard=True), link_detached=True)

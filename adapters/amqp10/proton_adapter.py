@@ -91,6 +91,18 @@ def _condition_error(cond: Condition | None, what: str, *, hard: bool = False) -
     return ChannelClosed(CONDITION_CODES.get(name, 0), f"{what}: {text}".replace("\n", " ")[:400], hard=hard)
 
 
+def coordinator_refused(exc: ChannelClosed, *, link_detached: bool) -> bool:
+    """Whether a failed attach to the transaction coordinator is the clean refusal of transactions:
+    amqp:not-implemented (the coordinator link detached with it, or the session ended with it, as
+    RabbitMQ 3.x does), or the coordinator link alone detached with another error condition than
+    amqp:internal-error. A connection closed, or a session ended for another reason, is none."""
+    if exc.hard:
+        return False
+    if "amqp:not-implemented" in exc.text:
+        return True
+    return link_detached and "amqp:internal-error" not in exc.text
+
+
 class _Loop(Handler):
     """One connection's reactor, run in the caller's thread while it waits on a condition."""
 
@@ -580,7 +592,10 @@ class ProtonSession(Session):
             c.open("a transaction coordinator link")
         except ChannelClosed as exc:
             # Transactions 4.3: a resource that has no coordinator refuses the control link at attach
-            # (a detach carrying an error such as amqp:not-implemented): a clean refusal.
+            # (a detach of that link carrying an error such as amqp:not-implemented): a clean refusal.
+            # The session or connection ending, or an internal error, is no refusal of the feature.
+            if not coordinator_refused(exc, link_detached=bool(link.state & Endpoint.REMOTE_CLOSED) and not self._remote_closed):
+                raise
             raise TargetCannot(f"the broker refused the transaction coordinator ({exc.text})", kind="refused",
                                refusal=f"attach of a link to the transaction coordinator answered with detach: {exc.text}") from None
         self._coordinator = c
