@@ -14,7 +14,7 @@ the product and version the server announces at connect time unless the user nam
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -59,11 +59,24 @@ class Documented:
     #: must see ``refusal`` on the wire: a reply code such as "406", or an AMQP 1.0 condition).
     kind: str = ""
     refusal: str = ""
+    #: For deviations: the server version ranges it affects, any of them (a bug fixed in a patch
+    #: release inside the profile's range applies only before the fix); None: every version the
+    #: profile matches.
+    versions: tuple[str, ...] | None = None
 
     def applies(self, requirement: str, queue_type: str | None) -> bool:
         return self.requirement == requirement and (
             self.queue_types is None or queue_type is None or queue_type in self.queue_types
         )
+
+    def affects(self, server_version: str) -> bool:
+        """Whether the server version is one it documents (an unknown version: the profile's word)."""
+        if self.versions is None or not server_version:
+            return True
+        try:
+            return any(Version(server_version) in SpecifierSet(r) for r in self.versions)
+        except InvalidVersion:
+            return True
 
 
 @dataclass(frozen=True)
@@ -94,6 +107,8 @@ class Profile:
     #: Capabilities (conformance/capabilities.yaml) the broker does not offer, by name, with reason
     #: and source: every requirement needing one is reported unsupported by the target (issue 19).
     lacks: dict[str, Documented] = field(default_factory=dict)
+    #: The version the judged server announced (set by :func:`select_profile`), "" when unknown.
+    server_version: str = ""
 
     def matches(self, product: str, version: str, protocol: str) -> bool:
         if self.product != "*" and self.product.lower() != product.lower():
@@ -118,7 +133,8 @@ class Profile:
 
     def deviation(self, requirement: str, queue_type: str | None, observed_key: str | None) -> Documented | None:
         return next(
-            (d for d in self.deviations if d.applies(requirement, queue_type) and d.observed == observed_key),
+            (d for d in self.deviations
+             if d.applies(requirement, queue_type) and d.observed == observed_key and d.affects(self.server_version)),
             None,
         )
 
@@ -152,6 +168,21 @@ def _unsupported_fields(raw: dict[str, Any], w: str) -> dict[str, str]:
     return {"kind": kind, "refusal": "" if refusal is None else str(refusal)}
 
 
+def _versions(raw: Any, w: str) -> tuple[str, ...] | None:
+    """``versions``: one version range or a list of them (any matches), e.g. [">=3.10,<3.10.18", ">=3.11,<3.11.9"]."""
+    if raw is None:
+        return None
+    ranges = [str(r) for r in (raw if isinstance(raw, list) else [raw])]
+    for r in ranges:
+        try:
+            SpecifierSet(r)
+        except InvalidSpecifier as exc:
+            raise UsageError(f"{w}.versions: bad version range {r!r}: {exc}") from None
+    if not ranges:
+        raise UsageError(f"{w}.versions: expected a version range or a list of them")
+    return tuple(ranges)
+
+
 def _documented(items: Any, where: str, with_observed: bool, unsupported: bool = False) -> list[Documented]:
     out = []
     for i, raw in enumerate(items or []):
@@ -168,6 +199,7 @@ def _documented(items: Any, where: str, with_observed: bool, unsupported: bool =
                 reason=str(_need(raw, "reason", w)),
                 source=str(_need(raw, "source", w)),
                 observed=str(_need(raw, "observed", w)) if with_observed else None,
+                versions=_versions(raw.get("versions"), w) if with_observed else None,
                 **(_unsupported_fields(raw, w) if unsupported else {}),
             )
         )
@@ -338,6 +370,10 @@ def select_profile(product: str, version: str, protocol: str, override: str | No
 
     A product-specific profile beats the protocol's spec-only baseline (product "*").
     """
+    return replace(_select(product, version, protocol, override), server_version=version)
+
+
+def _select(product: str, version: str, protocol: str, override: str | None) -> Profile:
     profiles = bundled_profiles()
     if override:
         p = Path(override)

@@ -176,3 +176,16 @@ def test_a_pass_the_case_cannot_tell_from_the_documented_difference_says_so() ->
 def test_an_observation_is_no_vendor_documentation(tmp_path: Path, source: str) -> None:
     with pytest.raises(UsageError, match="must cite the vendor's documentation"):
         load_profile_file(_profile_file(tmp_path, {"delivery-limit.default": {"value": 5, "source": source}}))
+
+
+def test_a_deviation_fixed_in_a_patch_release_inside_the_profiles_range_stops_at_the_fix() -> None:
+    """RabbitMQ's AMQP 1.0 drain crash on classic queues (#7119) was fixed in 3.10.18 and 3.11.9: the
+    same observation is the documented deviation on 3.10.8 and a failure on 3.10.18."""
+    from conformance.verdict import Verdict, apply_profile
+
+    failed = Verdict(Outcome.FAIL, expected="drain answered", observed="session ended", key="drain-session-ended")
+    old = select_profile("RabbitMQ", "3.10.8", "amqp-1.0")
+    assert apply_profile(failed, "LINK-DRAIN", "classic", old).outcome is Outcome.DEVIATION
+    for fixed in ("3.10.18", "3.11.9", "3.11.20"):
+        assert apply_profile(failed, "LINK-DRAIN", "classic", select_profile("RabbitMQ", fixed, "amqp-1.0")).outcome is Outcome.FAIL, fixed
+    assert apply_profile(failed, "LINK-DRAIN", "classic", select_profile("RabbitMQ", "3.11.8", "amqp-1.0")).outcome is Outcome.DEVIATION
