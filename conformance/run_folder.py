@@ -18,6 +18,9 @@ from conformance.results import RESULTS_FILE, RUN_FILE
 
 #: Where the runs a folder held before go (each in a folder of its own).
 PREVIOUS = "previous"
+#: What a run leaves in its folder, and the report the main job writes beside it: only these move
+#: aside, so anything else a user keeps in the folder stays where it is.
+RUN_OUTPUTS = (RUN_FILE, RESULTS_FILE, "junit.xml", "pytest.log", "allure-results", "report")
 
 
 def prepare(out: Path) -> str | None:
@@ -34,9 +37,9 @@ def prepare(out: Path) -> str | None:
     dest = _previous_dir(out)
     try:
         dest.mkdir(parents=True)
-        for entry in sorted(out.iterdir()):
-            if entry.name != PREVIOUS:
-                entry.rename(dest / entry.name)
+        for name in RUN_OUTPUTS:
+            if (out / name).exists():
+                (out / name).rename(dest / name)
     except OSError as exc:
         raise UsageError(f"--out {out}: holds a previous run that could not be moved aside ({exc.strerror or exc})") from None
     return f"{out} held a previous run: moved to {dest}; this run starts fresh"

@@ -33,6 +33,7 @@ def test_a_second_run_into_the_same_folder_starts_fresh_and_keeps_the_first(rabb
     assert first.returncode == EXIT_OK, first.stdout[-2000:] + first.stderr[-2000:]
     assert "previous run" not in first.stdout
     first_run, first_records = read_run(out), list(read_results(out))
+    (out / "NOTES.md").write_text("the user's own file, not the run's")
     second = run_cli("run", "--target", rabbit.url, "--out", str(out), "-r", "ACK-UNKNOWN-TAG-406")
     assert second.returncode == EXIT_OK, second.stdout[-2000:] + second.stderr[-2000:]
     kept = list((out / "previous").iterdir())
@@ -45,3 +46,5 @@ def test_a_second_run_into_the_same_folder_starts_fresh_and_keeps_the_first(rabb
     assert {r["run_id"] for r in records} == {run["run_id"]} and len(records) == len(first_records)
     assert read_run(kept[0]) == first_run and list(read_results(kept[0])) == first_records
     assert {p.name for p in kept[0].iterdir()} >= {"run.json", "results.jsonl", "junit.xml", "allure-results", "pytest.log"}
+    # only the run's own outputs move: a file of the user's stays where it was
+    assert (out / "NOTES.md").read_text() == "the user's own file, not the run's" and not (kept[0] / "NOTES.md").exists()
