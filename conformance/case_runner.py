@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import time
-from typing import Any, Iterator
+from typing import Any, Iterator, NoReturn
 
 import pytest
 
@@ -37,12 +37,14 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
     """Scenario, verdict, record. Its frames are the suite's, not the broker's: hidden from tracebacks.
 
     A case that was running when another case hung the broker runs once more on the restarted one
-    (conformance.hangs); its record says so."""
+    (conformance.hangs), under a deadline of its own; its record says so. Once only: a rerun that
+    another restart cuts short again is an ``error`` naming both restarts."""
     __tracebackhide__ = True
     try:
         _attempt(item, state, case, queue_type, variant, None)
     except hangs.Rerun as again:
         state.dead_cause = None  # what this process saw before the restart; the shared record says if it failed
+        deadline.rearm(item)
         try:
             _attempt(item, state, case, queue_type, variant, str(again))
         finally:
@@ -60,7 +62,7 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
     target_label = f"{state.server['product']} {state.server['version']} {state.adapter.protocol}"
     allure_results.labels(req, queue_type, variant, target_label, state.adapter.protocol, state.profile.id)
     started = time.monotonic()
-    waited = [0.0]  # time spent waiting for the broker lock: the case's record keeps it apart
+    waited = [0.0]  # time spent waiting for the broker lock or a restart: the case's record keeps it apart
 
     def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "") -> None:
         allure_results.verdict_label(v.outcome.value)
@@ -91,6 +93,20 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         )
 
     health = hangs.begin(state.health_path, item.nodeid)  # waits while another worker restarts the target
+    waited[0] = time.monotonic() - started
+
+    def restarted(again: str) -> NoReturn:
+        """The broker was restarted while this attempt ran: the first attempt runs again, a rerun is
+        an error (its observations span a restart too, and a case runs at most twice)."""
+        ctx.close(True)
+        if rerun is None:
+            raise hangs.Rerun(again)
+        state.dead_cause = None  # the restart answered what this process saw
+        detail = f"not judged: {rerun}; and again during its rerun: {again}"
+        finish(Verdict(Outcome.ERROR, req.text, detail, reason="the broker was restarted during both attempts"), history,
+               trace=ctx.wire_trace())
+        pytest.fail(f"error: {detail}", pytrace=False)
+
     dead = state.dead_cause or health.dead
     if dead:
         # a silent target's cause names itself ("target stopped answering ..."); a gone one is "down"
@@ -148,10 +164,9 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
             pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
         if type(exc).__name__ == "Failed":
             deadline.disarm()  # the deadline is caught: the record below is written undisturbed
-        again = None if rerun or isinstance(exc, (KeyboardInterrupt, SystemExit)) else hangs.moved(state.health_path, health.generation)
+        again = None if isinstance(exc, (KeyboardInterrupt, SystemExit)) else hangs.moved(state.health_path, health.generation)
         if again:  # another case hung the broker while this one ran: not this case's finding
-            ctx.close(True)
-            raise hangs.Rerun(again) from None
+            restarted(again)
         cause = None
         if isinstance(exc, (ConnectionLost, OSError, ConformanceError)):
             cause = probe_tcp(state.url) if state.target is None else (state.target.check_alive())
@@ -165,8 +180,12 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         ctx.skip_cleanup = bool(cause)  # a target that stopped answering would stall the cleanup too
         if cause:
             did = hangs.what_it_did(history)  # before the restart adds its own events
-            hung = hangs.after_hang(state.health_path, target=state.target, case_id=item.nodeid, cause=cause,
-                                    started_generation=health.generation, restartable=not alters(state.mutation), history=history)
+            try:
+                hung = hangs.after_hang(state.health_path, target=state.target, case_id=item.nodeid, cause=cause,
+                                        started_generation=health.generation, restartable=not alters(state.mutation),
+                                        history=history, lock_path=state.lock_path)
+            except hangs.Rerun as moved:  # another case found the silence first and restarted the broker
+                restarted(str(moved))
             state.dead_cause = hung.dead
             if hung.culprit:  # the finding of this case; the target restarted, or the run's judging ends
                 v = hangs.finding(hangs.operation(history, exc), did, cause, hung.others)
@@ -196,9 +215,9 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         raise
     finally:
         ctx.close(interrupted)
-    again = None if rerun else hangs.moved(state.health_path, health.generation)
+    again = hangs.moved(state.health_path, health.generation)
     if again:  # its observations span another case's restart of the broker
-        raise hangs.Rerun(again)
+        restarted(again)
     v = observed_refusal(obs, req.text, state.profile.unsupported_reason(req.id, queue_type))  # caught by the case itself
     v = v or apply_profile(case.verdict(obs, state.profile, queue_type), req.id, queue_type, state.profile)
     finish(v, history, obs, ctx.wire_trace())
@@ -244,11 +263,12 @@ def _broker_lock(state: RunState, *, exclusive: bool, history: History, waited: 
     with open(state.lock_path, "a+") as fh:
         started = time.monotonic()
         fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        waited[0] = time.monotonic() - started
+        took = time.monotonic() - started
+        waited[0] += took
         if exclusive:
-            history.add("suite", "lock", f"broker held exclusively after {waited[0] * 1000:.0f}ms")
-        elif waited[0] >= LOCK_WAIT_SHOWN_S:
-            history.add("suite", "lock", f"broker shared after {waited[0] * 1000:.0f}ms (a case that restarts or kills it held it)")
+            history.add("suite", "lock", f"broker held exclusively after {took * 1000:.0f}ms")
+        elif took >= LOCK_WAIT_SHOWN_S:
+            history.add("suite", "lock", f"broker shared after {took * 1000:.0f}ms (a case that restarts or kills it held it)")
         try:
             yield
         finally:

@@ -41,6 +41,7 @@ def set_timer(item: pytest.Item, timeout: float) -> bool:
         disarm()
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
+    cancel.timeout = timeout  # type: ignore[attr-defined]  # what rearm() arms again
     item.cancel_timeout = cancel  # type: ignore[attr-defined]  # pytest-timeout's cancel hook calls it
     signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_REAL, timeout, REFIRE_S)
@@ -51,6 +52,15 @@ def disarm() -> None:
     """Stop the alarm: the runner caught the deadline and now writes its record undisturbed."""
     if threading.current_thread() is threading.main_thread():
         signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def rearm(item: pytest.Item) -> None:
+    """A fresh deadline for the case's second attempt (after a restart cut its first one short).
+
+    Only a case whose deadline :func:`set_timer` armed (pytest-timeout's thread method keeps its own)."""
+    limit = getattr(getattr(item, "cancel_timeout", None), "timeout", None)
+    if limit is not None:
+        set_timer(item, limit)
 
 
 def of(item: pytest.Item) -> float | None:

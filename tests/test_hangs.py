@@ -8,10 +8,13 @@ counted as a case's own time.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -19,14 +22,14 @@ from typing import Any
 
 import pytest
 
-from conformance import hangs, shared_fault
+from conformance import deadline, hangs, shared_fault
 from conformance.cases import all_cases
 from conformance.cli import build_parser, pytest_args
-from conformance.errors import NoReply
+from conformance.errors import ConnectionLost, NoReply
 from conformance.history import History
 from conformance.results import read_results, read_run
 from conformance.targets import ExternalTarget, Target
-from conformance.verdict import Outcome
+from conformance.verdict import Outcome, Verdict
 from tests.conftest import ROOT
 from tests.test_reports import rec, run_dir, spark  # noqa: F401 - spark: the module's shared session fixture
 
@@ -253,8 +256,6 @@ class Checking(Counting):
 
     def kill(self) -> None:
         super().kill()
-        import fcntl
-
         with open(self.lock_path, "a+") as fh:
             try:
                 fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -265,8 +266,6 @@ class Checking(Counting):
 
     def start(self) -> None:
         super().start()
-        import time
-
         end = time.monotonic() + self.start_for_s  # a restart takes a while: long past a short deadline
         while time.monotonic() < end:
             pass
@@ -286,8 +285,6 @@ def test_the_restart_holds_the_broker_lock_alone(tmp_path: Path) -> None:
 def test_the_restart_runs_with_the_case_deadline_disarmed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The case's alarm (still armed after a connection error) fired inside the restart: the record
     was never written, and the next case restarted and blamed all over again."""
-    from conformance import deadline
-
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
     path, lock = str(tmp_path / "health"), str(tmp_path / "lock")
     item = _DeadlineItem(0.05)
@@ -317,5 +314,123 @@ class _DeadlineItem:
     def __init__(self, timeout: float) -> None:
         self.mark = pytest.mark.timeout(timeout).mark
 
-    def get_closest_marker(self, name: str):  # noqa: ANN201 - mimics pytest.Item
+    def get_closest_marker(self, name: str) -> Any:
         return self.mark if name == "timeout" else None
+
+
+# -- the runner around a restart: a second attempt at most, under its own deadline ------------------
+
+def _runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenarios: list[Any], verdict: Any = None) -> tuple[Any, ...]:
+    """run_case with every broker contact replaced: each attempt runs the next of ``scenarios``."""
+    from conformance import case_runner
+
+    for name in ("labels", "verdict_label", "attach"):
+        monkeypatch.setattr(case_runner.allure_results, name, lambda *a, **k: None)
+    monkeypatch.setattr(case_runner, "_not_applicable", lambda *a: None)
+    monkeypatch.setattr(case_runner, "apply_profile", lambda v, *a: v)
+    monkeypatch.setattr(case_runner, "observed_refusal", lambda *a: None)
+    monkeypatch.setattr(case_runner.liveness, "after_scenario_exception", lambda *a, **k: case_runner.liveness.Judgement(None, None))
+    runs = iter(scenarios)
+    monkeypatch.setattr(case_runner.shared_fault, "scenario", lambda item, case, ctx, other: next(runs)(ctx))
+    cls = all_cases()[0]
+    case = SimpleNamespace(requirement=cls.requirement, disrupts_broker=False,
+                           verdict=verdict or (lambda obs, profile, qt: Verdict(Outcome.FAIL, "x", f"observed {obs}")))
+    state = SimpleNamespace(adapter=SimpleNamespace(protocol="amqp-0-9-1", name="fake"), server={"product": "p", "version": "1"},
+                            profile=SimpleNamespace(id="p", unsupported_reason=lambda *a: None), url="amqp://127.0.0.1:1/",
+                            target=None, node_urls=None, health_path=str(tmp_path / "health"), lock_path=str(tmp_path / "lock"),
+                            dead_cause=None, keep_history=False, preflight=[], mutation=None)
+    item = _DeadlineItem(0.2)
+    item.nodeid, item.stash = "ack/x.py::TestX::test[classic]", {}  # type: ignore[attr-defined]
+    item.config = SimpleNamespace(getoption=lambda name: 0.2)  # type: ignore[attr-defined]
+    return case_runner, case, state, item
+
+
+def _restart_elsewhere(path: str, after: str) -> None:
+    """Another worker's case hung the broker and restarted it (the shared record's side of it)."""
+    alarm = signal.getitimer(signal.ITIMER_REAL)  # another process's restart leaves this one's deadline alone
+    hangs.after_hang(path, target=Counting(name="node"), case_id=after, cause=f"silent since {after}",
+                     started_generation=hangs.read(path).generation, restartable=True, history=History())
+    signal.setitimer(signal.ITIMER_REAL, *alarm)
+
+
+def test_a_rerun_cut_short_by_another_restart_is_an_error_naming_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rerun skipped the check that the generation moved: observations spanning a second restart
+    gave a fail (here) or, when the restart found this case silent, the Rerun escaped the runner."""
+    path = str(tmp_path / "health")
+
+    def restarted_by(after: str) -> Any:
+        def scenario(ctx: Any) -> str:
+            _restart_elsewhere(path, after)
+            return "half before, half after a restart"
+        return scenario
+
+    case_runner, case, state, item = _runner(tmp_path, monkeypatch, [restarted_by("b"), restarted_by("c")])
+    with pytest.raises(pytest.fail.Exception, match="^error: not judged"):
+        case_runner.run_case(item, state, case, "classic", None)
+    rec = item.stash[case_runner.STASH_RESULT]
+    assert rec["verdict"] == "error", rec
+    assert "after b hung it" in rec["observed"] and "after c hung it" in rec["observed"] and "after b hung it" in rec["rerun"]
+    assert hangs.read(path).running == () and state.dead_cause is None
+
+
+def test_a_rerun_that_finds_the_broker_restarted_again_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "health")
+
+    def cut(after: str) -> Any:
+        def scenario(ctx: Any) -> str:
+            _restart_elsewhere(path, after)
+            raise ConnectionLost("connection reset by the restart")
+        return scenario
+
+    case_runner, case, state, item = _runner(tmp_path, monkeypatch, [cut("b"), cut("c")])
+    with pytest.raises(pytest.fail.Exception, match="^error: not judged"):
+        case_runner.run_case(item, state, case, "classic", None)
+    rec = item.stash[case_runner.STASH_RESULT]
+    assert rec["verdict"] == "error" and "after c hung it" in rec["observed"], rec
+
+
+def test_the_rerun_runs_under_a_deadline_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first attempt's deadline fired and was disarmed; the rerun then ran with none at all."""
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
+    path = str(tmp_path / "health")
+
+    def hung_by_another(ctx: Any) -> str:
+        _restart_elsewhere(path, "b")
+        while True:  # blocked on the silent broker until the deadline
+            pass
+
+    def blocked(ctx: Any) -> str:
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            pass
+        return "too late"
+
+    case_runner, case, state, item = _runner(tmp_path, monkeypatch, [hung_by_another, blocked])
+    assert deadline.set_timer(item, 0.2)  # type: ignore[arg-type]
+    started = time.monotonic()
+    try:
+        with pytest.raises(pytest.fail.Exception, match="^error: "):
+            case_runner.run_case(item, state, case, "classic", None)
+    finally:
+        item.cancel_timeout()  # type: ignore[attr-defined]
+    assert time.monotonic() - started < 2
+    rec = item.stash[case_runner.STASH_RESULT]
+    assert rec["verdict"] == "error" and rec["rerun"], rec
+
+
+def test_the_wait_for_a_restart_under_way_is_not_the_case_s_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    begin = hangs.begin
+
+    def waits_for_a_restart(path: str, case_id: str) -> hangs.Health:
+        end = time.monotonic() + 0.3  # another worker holds the record while it restarts the target
+        while time.monotonic() < end:
+            pass
+        return begin(path, case_id)
+
+    case_runner, case, state, item = _runner(tmp_path, monkeypatch, [lambda ctx: "fine"],
+                                             verdict=lambda obs, profile, qt: Verdict(Outcome.PASS, "x", obs))
+    monkeypatch.setattr(case_runner.hangs, "begin", waits_for_a_restart)
+    item.mark = pytest.mark.timeout(5).mark  # the deadline counts the wait (the alarm is armed before it): not this test's point
+    case_runner.run_case(item, state, case, "classic", None)
+    rec = item.stash[case_runner.STASH_RESULT]
+    assert rec["verdict"] == "pass" and rec["lock_wait_s"] >= 0.3 and rec["duration_s"] < 0.3, rec
