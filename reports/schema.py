@@ -27,15 +27,19 @@ RESULT_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("area", "string", "catalogue area (ack, tx, link, ...)"),
     ("queue_type", "string", "queue type the case ran on (classic, quorum) or null"),
     ("variant", "string", "the case's extra parameter, or null"),
-    ("verdict", "string", "pass, fail, deviation, unsupported, undocumented, error or blocked"),
+    ("verdict", "string", "pass, fail, deviation, unsupported, undocumented, error or blocked (a preflight assumption the target broke)"),
     ("spec_verdict", "string", "the verdict against the specification alone"),
     ("vendor_verdict", "string", "the verdict against the broker's documented behaviour (profile)"),
     ("reason", "string", "why a deviation/unsupported/undocumented (the profile entry)"),
     ("citation", "string", "the source of that reason"),
-    ("unsupported_kind", "string", "for an unsupported verdict, which of its three meanings: cannot-express, refused or no-fault"),
+    ("unsupported_kind", "string", ("for an `unsupported` verdict, which of its three meanings: `cannot-express` (the adapter or protocol "
+                                    "cannot express the requirement), `refused` (the broker refused an optional feature cleanly, in the "
+                                    "protocol's own way; the refusal is in `observed`) or `no-fault` (the target cannot take the fault "
+                                    "the case needs); null otherwise")),
     ("expected", "string", "what the requirement demands, in protocol terms"),
     ("observed", "string", "what the broker did, in protocol terms"),
-    ("duration_s", "double", "time the case took"),
+    ("duration_s", "double", ("time the case took, without its wait for the broker lock or for a restart under way "
+                              "(that is `lock_wait_s`, kept in the files)")),
     ("attempt", "long", "repetition number of the case within its run"),
     ("finished_at", "double", "unix time the case was decided"),
     ("target", "string", "target name (redacted URL or launcher name)"),
