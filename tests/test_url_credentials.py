@@ -12,6 +12,8 @@ import secrets
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cases import all_cases
 from conformance.judged import summary
@@ -44,16 +46,17 @@ def test_a_url_with_credentials_runs_the_whole_catalogue_and_no_output_shows_the
     assert not leaked, leaked
 
 
-def test_redaction_keeps_each_report_kind_of_longrepr_its_type() -> None:
+def test_redaction_keeps_each_report_kind_of_longrepr_its_type(monkeypatch: pytest.MonkeyPatch) -> None:
     """Synthetic reports: a skip's tuple, a failure's repr objects, a plain string."""
-    import pytest
     from _pytest._code.code import ReprFileLocation
 
+    from conformance import secrets as registry
     from conformance.case_records import _scrub_report
-    from conformance.secrets import register
 
+    # the secret is this test's: the registry is restored after it (later tests in the process see none of it)
+    monkeypatch.setattr(registry, "_secrets", set(registry.registered()))
     secret = f"ci{secrets.token_hex(6)}"
-    register(secret)
+    registry.register(secret)
     skip = pytest.TestReport("n", ("f.py", 1, "n"), {}, "skipped", ("f.py", 3, f"Skipped: amqp://{secret}:***@h/ cannot"), "call", [])
     _scrub_report(skip)
     assert isinstance(skip.longrepr, tuple) and skip.longrepr[:2] == ("f.py", 3) and secret not in skip.longrepr[2]
@@ -65,3 +68,10 @@ def test_redaction_keeps_each_report_kind_of_longrepr_its_type() -> None:
     text = pytest.TestReport("n", ("f.py", 1, "n"), {}, "failed", f"error: {secret}", "call", [])
     _scrub_report(text)
     assert text.longrepr == "error: ***"
+
+
+def test_a_test_s_secret_is_forgotten_after_it() -> None:
+    """The redaction test registered its secret for good: every later test in the process masked it."""
+    from conformance import secrets as registry
+
+    assert not [s for s in registry.registered() if s.startswith("ci") and len(s) == 14]
