@@ -130,18 +130,29 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
                       variant=variant, history=history, target=state.target)
     ctx.node_urls = state.node_urls
     interrupted = True
+    began_at = float("inf")
+    # The broker lock is held until the case knows whether the broker stopped answering, and through
+    # the restart if so: a case waiting for it never starts against a frozen broker, and no case that
+    # restarts or kills the broker runs beside the restart.
+    lock = contextlib.ExitStack()
     try:
-        with _broker_lock(state, exclusive=case.disrupts_broker, history=history, waited=waited):
-            obs = shared_fault.scenario(item, case, ctx, lambda other: _context_for(other, state))  # issue 20
-            deadline.overrun(item, started)  # a lost alarm never lets a case pass past its deadline
+        # a rerun runs alone: if it stops the broker again, no other case was under way to share the blame
+        alone = case.disrupts_broker or rerun is not None
+        lock.enter_context(_broker_lock(state, exclusive=alone, history=history, waited=waited))
+        began_at = time.time()  # a restart that was over by now (it holds this lock) is not this scenario's
+        obs = shared_fault.scenario(item, case, ctx, lambda other: _context_for(other, state))  # issue 20
+        deadline.overrun(item, started)  # a lost alarm never lets a case pass past its deadline
+        lock.close()
         interrupted = False
     except Unsupported as exc:
+        lock.close()
         ctx.close(True)
         who = f"adapter {state.adapter.name}" if exc.by == "adapter" else f"target {state.target.name if state.target else redact(state.url)}"
         v = unsupported_verdict(exc, req.text, who, state.profile.unsupported_reason(req.id, queue_type))
         finish(v, history, trace=ctx.wire_trace())
         pytest.skip(f"unsupported ({v.unsupported_kind}): {v.reason}")
     except ProtocolViolation as exc:
+        lock.close()
         ctx.close(True)
         v = apply_profile(violation_verdict(exc), req.id, queue_type, state.profile)
         finish(v, history, trace=ctx.wire_trace())
@@ -154,6 +165,7 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         refused = refusal_verdict(exc, req, state.adapter.protocol, state.profile.unsupported_reason(req.id, queue_type)) \
             if isinstance(exc, ChannelClosed) else None
         if refused is not None:
+            lock.close()
             ctx.close(True)
             v = apply_profile(refused, req.id, queue_type, state.profile)
             finish(v, history, trace=ctx.wire_trace())
@@ -164,7 +176,8 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
             pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
         if type(exc).__name__ == "Failed":
             deadline.disarm()  # the deadline is caught: the record below is written undisturbed
-        again = None if isinstance(exc, (KeyboardInterrupt, SystemExit)) else hangs.moved(state.health_path, health.generation)
+        generation = hangs.generation_at(state.health_path, health.generation, began_at)
+        again = None if isinstance(exc, (KeyboardInterrupt, SystemExit)) else hangs.moved(state.health_path, generation)
         if again:  # another case hung the broker while this one ran: not this case's finding
             restarted(again)
         cause = None
@@ -181,14 +194,24 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         if cause:
             did = hangs.what_it_did(history)  # before the restart adds its own events
             try:
+                # this case still holds the broker lock: the restart needs no other
                 hung = hangs.after_hang(state.health_path, target=state.target, case_id=item.nodeid, cause=cause,
-                                        started_generation=health.generation, restartable=not alters(state.mutation),
-                                        history=history, lock_path=state.lock_path)
+                                        started_generation=generation, restartable=not alters(state.mutation),
+                                        history=history, alone=alone)
             except hangs.Rerun as moved:  # another case found the silence first and restarted the broker
+                lock.close()
                 restarted(str(moved))
+            finally:
+                lock.close()
             state.dead_cause = hung.dead
+            others = hung.others
+            if hung.culprit and hung.dead is None and others:
+                # Several cases were under way: a silent broker cannot say which of them stopped it.
+                # Each runs again, alone, on the restarted broker; one that stops it again is the finding.
+                restarted(f"the broker stopped answering while {len(others) + 1} cases were under way "
+                          f"({', '.join((item.nodeid, *others))}) and was restarted; each runs again alone")
             if hung.culprit:  # the finding of this case; the target restarted, or the run's judging ends
-                v = hangs.finding(hangs.operation(history, exc), did, cause, hung.others)
+                v = hangs.finding(hangs.operation(history, exc), did, cause, others)
                 ctx.close(True)
                 finish(v, history, None, ctx.wire_trace())
                 pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
@@ -214,8 +237,9 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
             pytest.fail(f"error: {detail}", pytrace=False)
         raise
     finally:
+        lock.close()
         ctx.close(interrupted)
-    again = hangs.moved(state.health_path, health.generation)
+    again = hangs.moved(state.health_path, hangs.generation_at(state.health_path, health.generation, began_at))
     if again:  # its observations span another case's restart of the broker
         restarted(again)
     v = observed_refusal(obs, req.text, state.profile.unsupported_reason(req.id, queue_type))  # caught by the case itself

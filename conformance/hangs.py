@@ -88,6 +88,20 @@ def read(path: str) -> Health:
         return _parse(fh)
 
 
+def generation_at(path: str, started_generation: int, began_at: float) -> int:
+    """The generation a scenario that began at wall time ``began_at`` ran against: restarts recorded
+    since ``started_generation`` that were over before it began (a restart holds the broker lock
+    alone, so one is over before any scenario gets the lock) do not concern it. A case waiting for
+    the lock behind reruns that run alone is not cut short by their restarts."""
+    health = read(path)
+    earlier = 0
+    for restart in health.restarts[started_generation:]:
+        if float(restart.get("done_at", float("inf"))) > began_at:
+            break
+        earlier += 1
+    return started_generation + earlier
+
+
 def begin(path: str, case_id: str) -> Health:
     """A case starts: the record as it is now (waiting while a restart is under way), the case noted as running."""
     with _locked(path, exclusive=True) as fh:
@@ -161,7 +175,7 @@ class Hang:
 
 
 def after_hang(path: str, *, target: Target | None, case_id: str, cause: str, started_generation: int,
-               restartable: bool, history: History, lock_path: str | None = None) -> Hang:
+               restartable: bool, history: History, lock_path: str | None = None, alone: bool = False) -> Hang:
     """The target stopped answering during ``case_id``. Raises :class:`Rerun` if another case
     restarted it meanwhile (this case was not the cause). Otherwise this case is the one that found
     it: the target is restarted when it can be, else the record says why the run stops judging it.
@@ -178,7 +192,8 @@ def after_hang(path: str, *, target: Target | None, case_id: str, cause: str, st
             raise Rerun(_moved_text(health))
         if health.dead:
             return Hang(False, health.dead)
-        others = tuple(c for c in health.running if c != case_id)
+        # a case that held the broker alone had it to itself: the others were waiting, not under way
+        others = () if alone else tuple(c for c in health.running if c != case_id)
         said = cause if case_id in cause else f"{cause}; the case that hung it: {case_id}"
         if target is None or not target.can_restart or not restartable:
             why = "the suite cannot restart this target" if target is None or not target.can_restart else \
@@ -197,6 +212,7 @@ def after_hang(path: str, *, target: Target | None, case_id: str, cause: str, st
                 target.kill()
                 history.add("nemesis", "kill -9", f"{target.name}: it stopped answering")
                 target.start()
+                done_at = time.time()  # inside the broker lock: every scenario that gets it later began after
         except Exception as exc:  # noqa: BLE001 - a target that does not come back ends the judging, with its reason
             dead = f"{said} (restart failed: {exc})"
             _write(fh, replace(health, generation=health.generation + 1, dead=dead))
@@ -210,7 +226,7 @@ def after_hang(path: str, *, target: Target | None, case_id: str, cause: str, st
             raise
         took = time.monotonic() - start
         history.add("nemesis", "start", f"{target.name} accepting connections after {took:.1f}s (data kept)")
-        restart = {"after_case": case_id, "cause": cause, "seconds": round(took, 2), "also_running": list(others)}
+        restart = {"after_case": case_id, "cause": cause, "seconds": round(took, 2), "also_running": list(others), "done_at": done_at}
         _write(fh, replace(health, generation=health.generation + 1, restarts=(*health.restarts, restart)))
         return Hang(True, None, others)
 

@@ -3,9 +3,10 @@
 In the process that runs the case whose node id contains ``FREEZE_CASE``, right after that case's
 ``FREEZE_AFTER_OP`` operation was answered, every process of the launched node's group gets
 SIGSTOP: the broker still accepts TCP connections (the kernel does) and answers nothing, the way a
-deadlocked broker behaves. Once per run (``FREEZE_ONCE``, a file created atomically): the case's
-re-run, if it gets one, meets a working broker. Nothing continues the node: the run's own restart
-(kill -9, start) is what ends the freeze.
+deadlocked broker behaves. With ``FREEZE_ONCE`` (a file created atomically) once per run: the case's
+re-run, if it gets one, meets a working broker; with ``FREEZE_EVERY`` set instead, every time the
+case runs (a hang the case causes each time, as a broker bug would). Nothing continues the node:
+the run's own restart (kill -9, start) is what ends the freeze.
 """
 
 from __future__ import annotations
@@ -34,16 +35,19 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[Any]:
         yield
         return
     try:
-        os.close(os.open(os.environ["FREEZE_ONCE"], os.O_CREAT | os.O_EXCL))
+        os.close(os.open(os.environ["FREEZE_ONCE"], os.O_CREAT | (0 if os.environ.get("FREEZE_EVERY") else os.O_EXCL)))
     except FileExistsError:
         yield
         return
     real_add = History.add
 
+    frozen: list[History] = []  # once per attempt: a rerun of the case has a history of its own
+
     def add(self: History, actor: str, op: str, detail: str = "", error: str | None = None) -> None:
         real_add(self, actor, op, detail, error)
-        if op == os.environ["FREEZE_AFTER_OP"] and error is None and not getattr(add, "done", False):
-            add.done = True  # type: ignore[attr-defined]
+        if op == os.environ["FREEZE_AFTER_OP"] and error is None and not any(h is self for h in frozen) \
+                and (not frozen or os.environ.get("FREEZE_EVERY")):
+            frozen.append(self)
             _freeze(item.config)
 
     History.add = add  # type: ignore[method-assign]
