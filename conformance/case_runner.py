@@ -11,13 +11,13 @@ import pytest
 
 from conformance import allure_results
 from conformance.case import Case, CaseContext
-from conformance.capabilities import applicability  # issue 19
+from conformance.capabilities import applicability
 from conformance.catalogue import Requirement, requirement
 from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, DeliveriesMissing, ProtocolViolation, TargetError, Unsupported
 from conformance.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
 from conformance.history import History
-from conformance import deadline, liveness, preflight  # issue 16: preflight, health probe, missing deliveries
-from conformance import shared_fault  # issue 20: one broker fault shared by the disruptive cases
+from conformance import deadline, liveness, preflight
+from conformance import shared_fault  # one broker fault shared by the disruptive cases
 from conformance import hangs
 from conformance.mutations import alters
 from conformance.targets import probe_tcp, redact
@@ -118,11 +118,11 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
     if why:
         finish(why)
         pytest.skip(f"{why.outcome.value} ({why.unsupported_kind}): {why.reason}")
-    blocked = preflight.blocking(state.preflight, req)  # issue 16: at once, never at the deadline
+    blocked = preflight.blocking(state.preflight, req)  # at once, never at the deadline
     if blocked is not None:
         finish(blocked)
         raise TargetError(blocked.observed)
-    liveness.clear_interrupted()  # issue 16
+    liveness.clear_interrupted()
     history = History()
     if rerun:
         history.add("suite", "rerun", rerun)
@@ -140,19 +140,17 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         alone = case.disrupts_broker or rerun is not None
         lock.enter_context(_broker_lock(state, exclusive=alone, history=history, waited=waited))
         began_at = time.time()  # a restart that was over by now (it holds this lock) is not this scenario's
-        obs = shared_fault.scenario(item, case, ctx, lambda other: _context_for(other, state))  # issue 20
+        obs = shared_fault.scenario(item, case, ctx, lambda other: _context_for(other, state))
         deadline.overrun(item, started)  # a lost alarm never lets a case pass past its deadline
         lock.close()
         interrupted = False
     except Unsupported as exc:
-        lock.close()
         ctx.close(True)
         who = f"adapter {state.adapter.name}" if exc.by == "adapter" else f"target {state.target.name if state.target else redact(state.url)}"
         v = unsupported_verdict(exc, req.text, who, state.profile.unsupported_reason(req.id, queue_type))
         finish(v, history, trace=ctx.wire_trace())
         pytest.skip(f"unsupported ({v.unsupported_kind}): {v.reason}")
     except ProtocolViolation as exc:
-        lock.close()
         ctx.close(True)
         v = apply_profile(violation_verdict(exc), req.id, queue_type, state.profile)
         finish(v, history, trace=ctx.wire_trace())
@@ -165,7 +163,6 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         refused = refusal_verdict(exc, req, state.adapter.protocol, state.profile.unsupported_reason(req.id, queue_type)) \
             if isinstance(exc, ChannelClosed) else None
         if refused is not None:
-            lock.close()
             ctx.close(True)
             v = apply_profile(refused, req.id, queue_type, state.profile)
             finish(v, history, trace=ctx.wire_trace())
@@ -185,7 +182,7 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
             cause = probe_tcp(state.url) if state.target is None else (state.target.check_alive())
             if cause:
                 state.dead_cause = cause
-        # --- issue 16: a protocol-level health probe after a timeout; a missing delivery is a verdict
+        # a protocol-level health probe after a timeout; a missing delivery is a verdict
         judged = liveness.Judgement(None, None) if cause else liveness.after_scenario_exception(
             exc, adapter=state.adapter, url=state.url, case_id=item.nodeid, requirement_text=req.text)
         if judged.dead_cause:
@@ -199,7 +196,6 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
                                         started_generation=generation, restartable=not alters(state.mutation),
                                         history=history, alone=alone)
             except hangs.Rerun as moved:  # another case found the silence first and restarted the broker
-                lock.close()
                 restarted(str(moved))
             finally:
                 lock.close()
@@ -223,7 +219,6 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
             if v.outcome is Outcome.FAIL:
                 pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
             pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
-        # --- end issue 16 ---------------------------------------------------------------------------
         detail = f"{type(exc).__name__}: {exc}" + (f" (target down: {cause})" if cause else "")
         if type(exc).__name__ == "Failed":  # the case deadline (pytest-timeout): name the operation
             detail = liveness.deadline_text(item.config.getoption("--case-timeout")) or detail
@@ -239,7 +234,7 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
     finally:
         lock.close()
         ctx.close(interrupted)
-    again = hangs.moved(state.health_path, hangs.generation_at(state.health_path, health.generation, began_at))
+    again = hangs.moved(state.health_path, health.generation, began_at)
     if again:  # its observations span another case's restart of the broker
         restarted(again)
     v = observed_refusal(obs, req.text, state.profile.unsupported_reason(req.id, queue_type))  # caught by the case itself
@@ -256,7 +251,6 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
 
 
-# --- issue 20: one broker fault shared by the disruptive cases (conformance.shared_fault) --------
 def _context_for(item: pytest.Item, state: RunState) -> CaseContext | None:
     """A fresh context for another case of the run, or None if that case will not run its scenario."""
     req = requirement(item.cls.requirement)  # type: ignore[union-attr]
@@ -268,7 +262,6 @@ def _context_for(item: pytest.Item, state: RunState) -> CaseContext | None:
                       variant=params.get("variant"), history=History(), target=state.target)
     ctx.node_urls = state.node_urls
     return ctx
-# --- end issue 20 -----------------------------------------------------------------------------
 
 
 #: A shared-lock wait this long is shown in the case's history (a disruptive case held the broker).
@@ -300,12 +293,11 @@ def _broker_lock(state: RunState, *, exclusive: bool, history: History, waited: 
 
 
 def _not_applicable(req: Requirement, state: RunState, queue_type: str | None) -> Verdict | None:
-    # --- issue 19: applicability by capability (conformance.capabilities) -------------------------
-    # (a capability the adapter's protocol or the broker's dialect has no way to express)
+    # applicability by capability (conformance.capabilities): one the adapter's protocol or the
+    # broker's dialect has no way to express
     why = applicability(req, state.adapter, state.profile)
     if why:
         return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=why, unsupported_kind=CANNOT_EXPRESS)
-    # --- end issue 19 ---------------------------------------------------------------------------
     if queue_type is not None and queue_type not in state.profile.queue_types:
         return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"profile {state.profile.id} has no queue type {queue_type!r}",
                        unsupported_kind=CANNOT_EXPRESS)

@@ -93,7 +93,10 @@ def generation_at(path: str, started_generation: int, began_at: float) -> int:
     since ``started_generation`` that were over before it began (a restart holds the broker lock
     alone, so one is over before any scenario gets the lock) do not concern it. A case waiting for
     the lock behind reruns that run alone is not cut short by their restarts."""
-    health = read(path)
+    return _generation_at(read(path), started_generation, began_at)
+
+
+def _generation_at(health: Health, started_generation: int, began_at: float) -> int:
     earlier = 0
     for restart in health.restarts[started_generation:]:
         if float(restart.get("done_at", float("inf"))) > began_at:
@@ -236,10 +239,11 @@ def _moved_text(health: Health) -> str:
     return f"the broker was restarted while this case ran, after {last} hung it"
 
 
-def moved(path: str, started_generation: int) -> str | None:
-    """Why a case that ended must run again: the target was restarted while it ran (None if not)."""
+def moved(path: str, started_generation: int, began_at: float = float("-inf")) -> str | None:
+    """Why a case that ended must run again: the target was restarted while its scenario, begun at
+    wall time ``began_at``, ran (None if not; see :func:`generation_at`)."""
     health = read(path)
-    return None if health.generation == started_generation else _moved_text(health)
+    return None if _generation_at(health, started_generation, began_at) == health.generation else _moved_text(health)
 
 
 def run_record(path: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from packaging.version import InvalidVersion, Version
 
 from conformance.errors import UsageError
 from conformance.profile_keys import entry_problem
+from conformance.unsupported import CANNOT_EXPRESS, REFUSED
 
 #: The top-level keys a profile file may have.
 PROFILE_FIELDS = ("id", "title", "checked", "match", "queue_types", "entries", "deviations", "unsupported", "lacks")
@@ -56,7 +57,8 @@ class Documented:
     #: For deviations: the observation key the verdict must report for the deviation to apply.
     observed: str | None = None
     #: For unsupported entries: cannot-express (the case is not run) or refused (the case runs and
-    #: must see ``refusal`` on the wire: a reply code such as "406", or an AMQP 1.0 condition).
+    #: must see ``refusal`` on the wire: a reply code and its words such as "406 x-delivery-limit",
+    #: or an AMQP 1.0 condition).
     kind: str = ""
     refusal: str = ""
     #: For deviations: the server version ranges it affects, any of them (a bug fixed in a patch
@@ -139,6 +141,10 @@ class Profile:
         )
 
 
+def _one_line(text: Any) -> str:
+    return " ".join(str(text or "").split())
+
+
 def _need(d: dict[str, Any], key: str, where: str) -> Any:
     if key not in d or d[key] in (None, ""):
         raise UsageError(f"{where}: missing {key!r}")
@@ -147,7 +153,7 @@ def _need(d: dict[str, Any], key: str, where: str) -> Any:
 
 #: What an ``unsupported:`` entry may claim. A profile's word is no refusal seen on the wire: an entry
 #: claiming the broker refuses names the refusal to expect, and the case runs to see it.
-PROFILE_UNSUPPORTED_KINDS = ("cannot-express", "refused")
+PROFILE_UNSUPPORTED_KINDS = (CANNOT_EXPRESS, REFUSED)
 
 
 def _unsupported_fields(raw: dict[str, Any], w: str) -> dict[str, str]:
@@ -156,13 +162,13 @@ def _unsupported_fields(raw: dict[str, Any], w: str) -> dict[str, str]:
         raise UsageError(f"{w}.kind: expected one of {', '.join(PROFILE_UNSUPPORTED_KINDS)} (cannot-express: the broker "
                          "cannot express the requirement at all; refused: it refuses it cleanly, with 'refusal' to expect)")
     refusal = raw.get("refusal")
-    if kind == "refused" and (refusal is None or str(refusal).strip() == ""):
+    if kind == REFUSED and (refusal is None or str(refusal).strip() == ""):
         raise UsageError(f"{w}: kind refused needs 'refusal', the protocol's refusal the case must observe "
                          "(a reply code and its words such as \"406 x-delivery-limit\", or an AMQP 1.0 condition such as amqp:not-implemented)")
-    if kind == "refused" and str(refusal).strip().isdigit():
+    if kind == REFUSED and str(refusal).strip().isdigit():
         raise UsageError(f"{w}: refusal {refusal!r} is a bare reply code, which any close with it would match (an unknown "
                          "delivery tag is a 406 too): add the words of the refusal, e.g. \"406 x-delivery-limit\"")
-    if kind == "cannot-express" and (refusal is not None or "refus" in str(raw.get("reason", "")).lower()):
+    if kind == CANNOT_EXPRESS and (refusal is not None or "refus" in str(raw.get("reason", "")).lower()):
         raise UsageError(f"{w}: a cannot-express entry is not run, so it cannot claim a refusal; an entry whose broker "
                          "refuses is kind refused, with the 'refusal' the case must observe")
     return {"kind": kind, "refusal": "" if refusal is None else str(refusal)}
@@ -255,13 +261,13 @@ def parse_profile(data: Any, origin: str) -> Profile:
             raise UsageError(f"{w}: expected a mapping with value and source")
         by_qt: dict[str | None, Entry] = {}
         if "value" in raw:
-            by_qt[None] = Entry(raw["value"], str(_need(raw, "source", w)), " ".join(str(raw.get("reason") or "").split()))
+            by_qt[None] = Entry(raw["value"], str(_need(raw, "source", w)), _one_line(raw.get("reason")))
         if not isinstance(raw.get("by_queue_type") or {}, dict):
             raise UsageError(f"{w}.by_queue_type: expected a mapping of queue type to value and source")
         for qt, sub in (raw.get("by_queue_type") or {}).items():
             if not isinstance(sub, dict) or "value" not in sub:
                 raise UsageError(f"{w}.by_queue_type.{qt}: needs value and source")
-            by_qt[qt] = Entry(sub["value"], str(_need(sub, "source", f"{w}.by_queue_type.{qt}")), " ".join(str(sub.get("reason") or "").split()))
+            by_qt[qt] = Entry(sub["value"], str(_need(sub, "source", f"{w}.by_queue_type.{qt}")), _one_line(sub.get("reason")))
         if not by_qt:
             raise UsageError(f"{w}: no value")
         for qt, e in by_qt.items():
@@ -286,7 +292,7 @@ def parse_profile(data: Any, origin: str) -> Profile:
 
 
 def _lacks(items: Any, where: str) -> dict[str, Documented]:
-    """``lacks: [{capability, reason, source}]``, each capability a known name (issue 19).
+    """``lacks: [{capability, reason, source}]``, each capability a known name.
 
     A lack skips every case needing it, so it may only say that the broker's dialect cannot express
     the capability at all (unsupported, kind cannot-express): a broker that refuses it is seen

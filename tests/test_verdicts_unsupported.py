@@ -254,3 +254,17 @@ def test_only_the_coordinator_links_own_detach_is_a_refusal_of_transactions() ->
     assert not coordinator_refused(ChannelClosed(0, "session ended by broker: amqp:resource-limit-exceeded"), link_detached=False)
     assert not coordinator_refused(ChannelClosed(541, "amqp:internal-error: boom"), link_detached=True)
     assert not coordinator_refused(ChannelClosed(320, "amqp:connection:forced", hard=True), link_detached=True)
+
+
+def test_a_delivery_limit_refused_by_another_brokers_code_is_a_clean_refusal_too() -> None:
+    """Not RabbitMQ's 406 alone: any channel exception at the declare, or 540, is the protocol's own
+    way of refusing the optional argument (a broker the suite never met may answer 405 or 540)."""
+    case = CASES["TestArgumentSupport"]()
+    spec_only = select_profile("Other", "1.0", "amqp-0-9-1")
+    for answer in ({"closed": True, "hard": False, "code": 405, "text": "RESOURCE_LOCKED - no limits here"},
+                   {"closed": True, "hard": True, "code": 540, "text": "NOT_IMPLEMENTED - x-delivery-limit"}):
+        v = case.verdict({"answer": answer}, spec_only, "classic")
+        assert (v.outcome, v.unsupported_kind) == (Outcome.UNSUPPORTED, REFUSED) and str(answer["code"]) in v.observed
+    # a connection closed for another reason is no clean refusal: judged (fails)
+    v = case.verdict({"answer": {"closed": True, "hard": True, "code": 320, "text": "CONNECTION_FORCED"}}, spec_only, "classic")
+    assert v.outcome is Outcome.FAIL

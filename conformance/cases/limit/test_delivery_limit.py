@@ -21,6 +21,7 @@ from conformance.errors import OperationTimeout
 from conformance.profile import Profile
 from conformance.reference import judge
 from conformance.scenarios import dead_obs
+from conformance.refusals import NOT_IMPLEMENTED
 from conformance.unsupported import REFUSED
 from conformance.verdict import Outcome, Verdict, first_failure, fmt, holds, same
 
@@ -142,14 +143,16 @@ class TestArgumentSupport(Case):
         what = f"queue.declare with x-delivery-limit={LIMIT}"
         answer = obs["answer"]
         documented = profile.entry("delivery-limit.support", queue_type)
-        if answer.get("closed") and not answer.get("hard") and answer.get("code") == 406 and (documented is None or documented.value != "supported"):
-            # The optional feature refused the protocol's own way (a channel exception at declare),
-            # where the vendor does not document it as supported: unsupported, the refusal recorded.
-            # Where the vendor documents support, the refusal fails below.
+        clean = answer.get("closed") and (not answer.get("hard") or answer.get("code") == NOT_IMPLEMENTED)
+        if clean and (documented is None or documented.value != "supported"):
+            # The optional feature refused the protocol's own way (a channel exception at declare, or
+            # 540 NOT_IMPLEMENTED), where the vendor does not document it as supported: unsupported,
+            # the refusal recorded. Where the vendor documents support, the refusal fails below.
+            scope = "connection" if answer.get("hard") else "channel"
             return Verdict(Outcome.UNSUPPORTED, expected=f"{what}: accepted (the queue type enforces limits)",
-                           observed=f"{what}: channel closed with 406 {answer.get('text', '')}".rstrip(),
-                           reason="the broker refused x-delivery-limit for this queue type cleanly (406 PRECONDITION_FAILED)",
-                           unsupported_kind=REFUSED, key="refused-406")
+                           observed=f"{what}: {scope} closed with {answer.get('code')} {answer.get('text', '')}".rstrip(),
+                           reason=f"the broker refused x-delivery-limit for this queue type cleanly ({answer.get('code')})",
+                           unsupported_kind=REFUSED, key=f"refused-{answer.get('code')}")
         rounds = obs.get("deliveries", 0)
         after = f"one message rejected with requeue: delivered {rounds} times, then {'removed' if obs.get('enforced') else 'still in the queue'}"
 
