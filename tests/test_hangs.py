@@ -7,9 +7,7 @@ counted as a case's own time.
 
 from __future__ import annotations
 
-import argparse
 import fcntl
-import json
 import os
 import signal
 import subprocess

@@ -7,7 +7,7 @@ from conformance.checkers import returned_exactly
 from conformance.errors import ChannelClosed, OperationTimeout, TargetCannot
 from conformance.profile import Profile
 from conformance.redelivery import describe, signal_of, wrong_on_first
-from conformance.verdict import Verdict, first_failure, fmt, holds
+from conformance.verdict import Verdict, first_failure, holds
 
 BROWSERS = 3
 #: "Promptly" for a drain answer: the sender owes a flow at once, there is nothing to wait for.
