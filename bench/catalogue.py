@@ -33,11 +33,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from conformance.results import read_results  # noqa: E402
+from conformance.runner.results import read_results  # noqa: E402
 
-#: "rabbitmq-local accepting connections after 2.4s" (conformance.case.CaseContext.restart_broker)
+#: "rabbitmq-local accepting connections after 2.4s" (conformance.kit.case.CaseContext.restart_broker)
 RESTART_RE = re.compile(r"accepting connections after ([0-9.]+)s")
-#: "... (one restart shared by 7 cases)" (conformance.shared_fault): each case carries 1/7 of it
+#: "... (one restart shared by 7 cases)" (conformance.runner.shared_faults): each case carries 1/7 of it
 SHARED_RE = re.compile(r"shared by ([0-9]+) cases")
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from conformance.results import read_results  # noqa: E402
+from conformance.runner.results import read_results  # noqa: E402
 
 
 def main() -> None:

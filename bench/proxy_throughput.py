@@ -16,8 +16,8 @@ import uuid
 import pika
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
-from conformance.proxy import FaultProxy
-from conformance.proxy_isolated import IsolatedFaultProxy
+from conformance.nemesis.proxy import FaultProxy
+from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
 
 
 def run(url: str, n: int, size: int) -> float:

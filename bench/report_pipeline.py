@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conformance.catalogue import catalogue  # noqa: E402
+from conformance.catalogue.requirements import catalogue  # noqa: E402
 
 TARGETS = [("RabbitMQ", v, p) for v in ("3.10.8", "3.12.14", "3.13.7", "4.0.9", "4.3.0") for p in ("amqp-0-9-1", "amqp-1.0")] + \
           [("LavinMQ", "2.1.0", "amqp-0-9-1"), ("Qpid Broker-J", "9.2.0", "amqp-1.0"), ("in-house", "1.4.0", "amqp-0-9-1")]

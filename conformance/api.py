@@ -321,7 +321,7 @@ def adapter_for(scheme: str, preferred: str | None = None) -> type[Adapter]:
             raise UsageError(f"unknown adapter {preferred!r}; installed: {', '.join(installed) or 'none'}")
         if not (isinstance(chosen, type) and issubclass(chosen, Adapter)):
             raise UsageError(f"plugin {preferred!r} in {ADAPTER_GROUP} is not an Adapter subclass ({chosen!r})")
-        from conformance.capabilities import adapter_capabilities
+        from conformance.catalogue.capabilities import adapter_capabilities
 
         adapter_capabilities(chosen)  # unknown capability names: one line naming the plugin, at load
         from conformance.default_target import check_declared

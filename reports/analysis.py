@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.judged import JUDGED
+from conformance.runner.judged import JUDGED
 from reports.groupings import CELL_KEYS, spark_order
 from reports.schema import VERDICTS
 
@@ -68,7 +68,7 @@ def cells(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def scores(cells: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
     """Per target column and area (or level): how many requirements pass, of those the target was
-    judged on: pass, fail, deviation (conformance.judged). Error and blocked cells judged nothing,
+    judged on: pass, fail, deviation (conformance.runner.judged). Error and blocked cells judged nothing,
     and unsupported/undocumented ones are out of scope: each is counted apart, never in the score.
     A flaky cell counts as failing (it did fail) and is also counted under ``flaky``."""
     acc: dict[tuple[str, str], dict[str, Any]] = {}

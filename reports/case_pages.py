@@ -4,7 +4,7 @@ has one per case: what ``conformance explain`` prints, for every case of the cel
 Why per cell and not per record: the pipeline is sized for a million records (bench/report_pipeline.py);
 a page per record would be a million files. A cell is what a person clicks in the matrix, and its
 cases (queue-type variants, ack modes) are few: each is shown at its latest attempt, with how many
-attempts it had and their verdicts. The content comes from :func:`conformance.explain.sections`,
+attempts it had and their verdicts. The content comes from :func:`conformance.catalogue.explain.sections`,
 so the page and the console can never tell two different stories.
 
 The Spark side is the per-case rows of the one pass over the files (reports.groupings), which
@@ -88,8 +88,8 @@ pre{white-space:pre-wrap;background:#fafafa;border:1px solid #eee;padding:.4em;f
 
 def render_page(cell: dict[str, Any], title: str, cases: list[dict[str, Any]]) -> str:
     """The HTML of one cell's page: a header naming the cell, then per case the explain sections."""
-    from conformance.catalogue import catalogue
-    from conformance.explain import sections
+    from conformance.catalogue.requirements import catalogue
+    from conformance.catalogue.explain import sections
 
     reqs = catalogue()
     e = html.escape

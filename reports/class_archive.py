@@ -87,7 +87,7 @@ def _sample_run(folder: Path) -> None:
     case, a trace): the classes the recording JVM loads are the ones a real report needs."""
     import json
 
-    from conformance.catalogue import catalogue
+    from conformance.catalogue.requirements import catalogue
     from reports.schema import RESULT_FIELDS, RESULT_SCHEMAS
 
     folder.mkdir(parents=True)

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.errors import UsageError
-from conformance.mutations import RELAYS
+from conformance.nemesis.mutations import RELAYS
 from reports.schema import REQUIRED, RESULT_SCHEMAS, spark_schema
 
 RESULTS_FILE = "results.jsonl"

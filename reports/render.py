@@ -15,7 +15,7 @@ from typing import Any
 from reports.case_pages import page_path
 from reports.schema import LEVELS, VERDICTS
 from conformance import unsupported
-from conformance.judged import NOT_JUDGED
+from conformance.runner.judged import NOT_JUDGED
 
 TEMPLATES = Path(__file__).with_name("templates")
 PROBLEM_VERDICTS = ("fail", "error", "blocked", "deviation")
@@ -120,7 +120,7 @@ def unfinished_lines(result: dict[str, Any]) -> list[str]:
 
 def restart_lines(result: dict[str, Any]) -> list[str]:
     """One sentence per run whose target stopped answering: which case hung it, how often the run
-    restarted it, and whether its judging ended there (conformance.hangs)."""
+    restarted it, and whether its judging ended there (conformance.runner.hangs)."""
     lines = []
     for r in result.get("runs", []):
         restarts = r.get("restarts") or []

@@ -12,7 +12,7 @@ from reports.ingest import Ingested, ingest
 from reports.render import render_html, render_markdown, write_json
 
 if TYPE_CHECKING:
-    from conformance.progress import StepProgress
+    from conformance.runner.progress import StepProgress
 
 KILLMATRIX_FILE = "killmatrix.json"
 
@@ -85,7 +85,7 @@ def run_statuses(files: list[str], baseline_files: list[str], spark: Any | None 
 def rule_coverage() -> dict[str, Any]:
     """The spec rules of the catalogue this report was built with, covered by which requirements or
     why not (issue 17): static data of the suite, not of the runs, so computed outside Spark."""
-    from conformance.coverage import as_data
+    from conformance.catalogue.coverage import as_data
 
     return as_data()
 

@@ -22,7 +22,7 @@ RESULT_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("schema", "string", "record schema id, conformance.result/1"),
     ("run_id", "string", "the run that decided the case"),
     ("case_id", "string", "the case (file::class::test[queue type-variant])"),
-    ("requirement", "string", "requirement id (conformance/requirements/*.yaml)"),
+    ("requirement", "string", "requirement id (conformance/catalogue/data/requirements/*.yaml)"),
     ("level", "string", "MUST, SHOULD, MAY or EXTENSION"),
     ("area", "string", "catalogue area (ack, tx, link, ...)"),
     ("queue_type", "string", "queue type the case ran on (classic, quorum) or null"),

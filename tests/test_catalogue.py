@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cases import all_cases
-from conformance.catalogue import LEVELS, catalogue, load_areas, select
+from conformance.catalogue.requirements import LEVELS, catalogue, load_areas, select
 from conformance.errors import UsageError
 
 

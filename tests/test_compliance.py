@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from conformance.compliance import compare, load_grades, render, vendor_conforms
-from conformance.coverage import coverage
+from conformance.catalogue.compliance import compare, load_grades, render, vendor_conforms
+from conformance.catalogue.coverage import coverage
 from conformance.errors import UsageError
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "rabbitmq-compliance-comparison.md"
@@ -61,6 +61,6 @@ def test_the_committed_comparison_covers_every_rule_both_the_suite_covers_and_ra
     grades = load_grades()
     expected = {c.rule.id for c in coverage() if c.rule.protocol == "amqp-0-9-1" and c.covered and c.rule.id in grades.grades}
     listed = set(re.findall(r"^\| `([^`]+)` \|", DOC.read_text(), re.M))
-    assert listed == expected, f"regenerate {DOC.name}: python3 -m conformance.compliance RUN/results.jsonl --out {DOC}"
+    assert listed == expected, f"regenerate {DOC.name}: python3 -m conformance.catalogue.compliance RUN/results.jsonl --out {DOC}"
     assert " disagree |" not in DOC.read_text() or "## Disagreements" in DOC.read_text()
     assert "no explanation recorded" not in DOC.read_text(), "every disagreement and option needs a comment in the grades file"

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conformance.progress import Console, ResultsTail, RunProgress, StepProgress, case_block, clock, counts_text, eta_s
+from conformance.runner.progress import Console, ResultsTail, RunProgress, StepProgress, case_block, clock, counts_text, eta_s
 from tests.conftest import ROOT
 from tests.test_reports import rec, run_dir
 

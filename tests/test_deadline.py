@@ -1,4 +1,4 @@
-"""The case deadline survives an alarm that lands in a finalizer (conformance.deadline)."""
+"""The case deadline survives an alarm that lands in a finalizer (conformance.runner.deadline)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conformance import deadline
+from conformance.runner import deadline
 
 
 class _Item:

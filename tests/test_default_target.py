@@ -13,7 +13,7 @@ import pytest
 from conformance import default_target
 from conformance.cli import EXIT_OK
 from conformance.errors import UsageError
-from conformance.results import read_results, read_run
+from conformance.runner.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
 
 

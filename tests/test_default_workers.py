@@ -1,5 +1,5 @@
 """The default worker count: one more than the cores for the whole catalogue (at most four), one
-for a selection or a single core, and --workers always wins (conformance.run_args)."""
+for a selection or a single core, and --workers always wins (conformance.cli.run_args)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import argparse
 
 import pytest
 
-from conformance import run_args
-from conformance.run_args import MAX_DEFAULT_WORKERS, default_workers
+from conformance.cli import run_args
+from conformance.cli.run_args import MAX_DEFAULT_WORKERS, default_workers
 
 
 def ns(**kw: object) -> argparse.Namespace:

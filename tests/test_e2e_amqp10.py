@@ -7,10 +7,10 @@ from pathlib import Path
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cases import all_cases
-from conformance.catalogue import catalogue
+from conformance.catalogue.requirements import catalogue
 from conformance.cli import EXIT_OK
-from conformance.profile import select_profile
-from conformance.results import read_results, read_run
+from conformance.catalogue.profiles import select_profile
+from conformance.runner.results import read_results, read_run
 from tests.test_e2e_rabbitmq import run_cli
 
 PROFILE = select_profile("RabbitMQ", "3.10.8", "amqp-1.0")
@@ -83,7 +83,7 @@ def test_adapter_check_passes_for_pika_and_proton(rabbit: RabbitMQLocalNode) -> 
     (proton's transactions are 'not offered': the 3.10 plugin refuses the coordinator)."""
     from adapters.amqp091.pika_adapter import PikaAdapter
     from adapters.amqp10.proton_adapter import ProtonAdapter
-    from conformance.adapter_check import check
+    from conformance.cli.adapter_check import check
 
     for adapter in (PikaAdapter(), ProtonAdapter()):
         results = check(adapter, rabbit.url)

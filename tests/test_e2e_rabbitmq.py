@@ -16,10 +16,10 @@ import pytest
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cases import all_cases
-from conformance.catalogue import catalogue
+from conformance.catalogue.requirements import catalogue
 from conformance.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, exit_code, pytest_args, build_parser
-from conformance.profile import select_profile
-from conformance.results import read_results, read_run
+from conformance.catalogue.profiles import select_profile
+from conformance.runner.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
 from tests.support.kill_loss import lost_to_kill
 
@@ -184,7 +184,7 @@ def test_every_case_has_a_deadline(rabbit: RabbitMQLocalNode, tmp_path: Path) ->
     assert proc.returncode == EXIT_USAGE, proc.stdout[-2000:]
     recs = list(read_results(out))
     # Strict: no case can finish inside 1 ms (a connection alone takes longer), so each must be ended
-    # by its deadline, even when the alarm lands in a finalizer and is lost (conformance.deadline).
+    # by its deadline, even when the alarm lands in a finalizer and is lost (conformance.runner.deadline).
     assert len(recs) == 6 and {r["verdict"] for r in recs} == {"error"}, [(r["verdict"], r["duration_s"]) for r in recs]
     # a 1 ms deadline interrupts each case somewhere: mostly reported as the deadline itself; when the
     # alarm lands inside the client library, that library's own error may be what the case reports

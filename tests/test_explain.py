@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conformance.explain import TARGET_ENV, rerun, select_records, sections
+from conformance.catalogue.explain import TARGET_ENV, rerun, select_records, sections
 from conformance.errors import UsageError
 from tests.conftest import ROOT, conformance_cmd
 
@@ -127,7 +127,7 @@ def test_select_records_forms() -> None:
 
 
 def test_the_terminal_form_boxes_sections_but_keeps_the_rerun_command_on_one_line(nack_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from conformance.explain import explain as explain_in_process
+    from conformance.catalogue.explain import explain as explain_in_process
 
     assert explain_in_process(nack_run, "NACK-MULTIPLE-REQUEUE[classic]", rich=True) == 0
     out = capsys.readouterr().out

@@ -20,15 +20,17 @@ from typing import Any
 
 import pytest
 
-from conformance import deadline, hangs, shared_fault
+from conformance.runner import deadline
+from conformance.runner import hangs
+from conformance.runner import shared_faults
 from conformance.cases import all_cases
-from conformance.catalogue import requirement
+from conformance.catalogue.requirements import requirement
 from conformance.cli import build_parser, pytest_args
 from conformance.errors import ConnectionLost, NoReply
-from conformance.history import History
-from conformance.results import read_results, read_run
+from conformance.kit.history import History
+from conformance.runner.results import read_results, read_run
 from conformance.targets import ExternalTarget, Target
-from conformance.verdict import Outcome, Verdict
+from conformance.kit.verdicts import Outcome, Verdict
 from tests.conftest import ROOT
 from tests.test_reports import rec, run_dir, spark  # noqa: F401 - spark: the module's shared session fixture
 
@@ -53,12 +55,12 @@ def test_every_disruptive_case_comes_after_every_ordinary_one() -> None:
     """A disruptive case that does its own fault (no shared phases) was sorted among the ordinary
     ones, so xdist's broker-fault group began there and held the other workers at the lock."""
     items = _items()
-    shared_fault.order(items)
+    shared_faults.order(items)
     disrupts = [bool(it.cls.disrupts_broker) for it in items]
     assert True in disrupts and False in disrupts
     first = disrupts.index(True)
     assert all(disrupts[first:]), [it.nodeid for it in items[first:] if not it.cls.disrupts_broker]
-    kinds = [shared_fault.fault_of(it) for it in items[first:]]  # own faults, then the shared restart, then the kill
+    kinds = [shared_faults.fault_of(it) for it in items[first:]]  # own faults, then the shared restart, then the kill
     assert kinds == sorted(kinds, key=lambda k: {None: 0, "restart": 1, "kill": 2}[k])
 
 
@@ -319,7 +321,7 @@ def test_an_interrupted_restart_is_recorded_all_the_same(tmp_path: Path) -> None
 
 
 class _DeadlineItem:
-    """A pytest item as conformance.deadline sees it: a timeout mark and a cancel slot."""
+    """A pytest item as conformance.runner.deadline sees it: a timeout mark and a cancel slot."""
 
     def __init__(self, timeout: float) -> None:
         self.mark = pytest.mark.timeout(timeout).mark
@@ -332,7 +334,7 @@ class _DeadlineItem:
 
 def _runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenarios: list[Any], verdict: Any = None) -> tuple[Any, ...]:
     """run_case with every broker contact replaced: each attempt runs the next of ``scenarios``."""
-    from conformance import case_runner
+    from conformance.runner import case_runner
 
     for name in ("labels", "verdict_label", "attach"):
         monkeypatch.setattr(case_runner.allure_results, name, lambda *a, **k: None)

@@ -1,4 +1,4 @@
-"""Issue 19 §6: no import cycle between the CLI and the modules it drives. conformance.selftest is a
+"""Issue 19 §6: no import cycle between the CLI and the modules it drives. conformance.cli.selftest is a
 command of the CLI, so neither it nor the run's command-line builder may import conformance.cli
 (even lazily, inside a function: a cycle hidden in a function still ties the two together)."""
 
@@ -25,10 +25,12 @@ def test_the_cli_is_imported_by_none_of_the_modules_it_drives(module: str) -> No
 
 
 def test_the_cli_and_the_selftest_share_the_pytest_command_line_through_run_args() -> None:
-    from conformance import cli, run_args, selftest  # noqa: F401 - importable on their own, in any order
+    from conformance import cli
+    from conformance.cli import run_args
+    from conformance.cli import selftest  # noqa: F401 - importable on their own, in any order
 
     assert cli.pytest_args is run_args.pytest_args
-    assert "conformance.run_args" in imported(ROOT / "conformance" / "selftest.py")
+    assert "conformance.cli.run_args" in imported(ROOT / "conformance" / "selftest.py")
 
 
 # --- issue 19 §6: the plugin's and the case context's roles, each in a module of its own ------------
@@ -64,6 +66,6 @@ def test_the_plugin_module_still_holds_every_hook_and_fixture_pytest_must_find()
 
 
 def test_cases_import_the_case_and_its_context_from_conformance_case() -> None:
-    from conformance.case import WAIT_S, Case, CaseContext, Obs, ScenarioVoid, Settled, delivery_obs, sentinel_body  # noqa: F401
+    from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, ScenarioVoid, Settled, delivery_obs, sentinel_body  # noqa: F401
 
     assert all(hasattr(CaseContext, m) for m in ("connect", "proxy", "queue", "drain", "restart_broker", "absorb", "close"))

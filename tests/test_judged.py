@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from conformance.judged import headline, summary
+from conformance.runner.judged import headline, summary
 from reports.analysis import scores
 from reports.render import render_html, render_markdown
 

@@ -18,12 +18,13 @@ import pytest
 from pamqp import body as pbody, commands, header as pheader
 
 from adapters.amqp091.pika_adapter import PikaAdapter
-from conformance import liveness, preflight
-from conformance.catalogue import requirement
+from conformance.runner import liveness
+from conformance.runner import preflight
+from conformance.catalogue.requirements import requirement
 from conformance.errors import DeliveriesMissing, NoReply
-from conformance.mutations import expectations
-from conformance.proxy_isolated import IsolatedFaultProxy
-from conformance.verdict import Outcome
+from conformance.nemesis.mutations import expectations
+from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
+from conformance.kit.verdicts import Outcome
 from tests.conftest import conformance_cmd
 from tests.test_mutations import IO, C, S, decoded, deliver, frames091, run
 

@@ -13,13 +13,13 @@ from typing import Any, Callable
 import pytest
 from pamqp import body as pbody, commands, frame as pframe, header as pheader
 
-from conformance import mutations
+from conformance.nemesis import mutations
 from conformance.errors import UsageError
-from conformance.faults import Sender
-from conformance.mutations import Probe, available, expectations, make
-from conformance.wire import Frame
-from conformance.wire.amqp091 import Amqp091Codec
-from conformance.wire.amqp10 import Amqp10Codec
+from conformance.nemesis.faults import Sender
+from conformance.nemesis.mutations import Probe, available, expectations, make
+from conformance.nemesis.wire import Frame
+from adapters.amqp091.wire import Amqp091Codec
+from adapters.amqp10.wire import Amqp10Codec
 from tests.conftest import conformance_cmd
 
 C, S = Sender.CLIENT, Sender.SERVER
@@ -310,7 +310,7 @@ def test_settled_early_accepts_at_the_broker_and_drops_the_clients_late_settleme
 def test_redelivered_cleared_through_the_proxy_on_a_real_broker(rabbit) -> None:
     import pika
 
-    from conformance.proxy_isolated import IsolatedFaultProxy
+    from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
 
     with IsolatedFaultProxy.for_url(rabbit.url, mutation="redelivered-cleared") as proxy:
         conn = pika.BlockingConnection(pika.URLParameters(proxy.url(rabbit.url)))
@@ -340,7 +340,7 @@ def perf10(code: int, fields: list[Any], channel: int = 0) -> Frame:
 
 
 def fields10(raw: bytes) -> list[Any]:
-    from conformance.mutations.amqp10 import split
+    from adapters.amqp10.mutations import split
 
     f = Amqp10Codec().feed(raw)[0]
     return split(f.raw)[1]

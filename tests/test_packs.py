@@ -1,4 +1,4 @@
-"""Requirement packs (issue 19 §2, conformance/packs.py): a package's own requirements, rules and
+"""Requirement packs (issue 19 §2, conformance/catalogue/packs.py): a package's own requirements, rules and
 cases join the catalogue when selected; a broken pack is one line naming it; a broken pack nobody
 selected is never imported.
 
@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from conformance import packs
+from conformance.catalogue import packs
 from conformance.errors import UsageError
 from tests.conftest import ROOT
 
@@ -42,7 +42,7 @@ requirements:
 """
 
 CASE = """\
-from conformance.case import Case
+from conformance.kit.case import Case
 
 
 class TestPingPong(Case):
@@ -52,12 +52,12 @@ class TestPingPong(Case):
 
 def install_pack(site: Path, dist: str, name: str, module: str, *, level: str = "MUST", broken: bool = False,
                  adapter: str | None = None) -> None:
-    """A distribution ``dist`` in ``site`` whose entry point ``name`` in conformance.packs is ``module``
+    """A distribution ``dist`` in ``site`` whose entry point ``name`` in conformance.catalogue.packs is ``module``
     (``broken``: the module does not exist); ``adapter``: it ships an adapter of that name too."""
     info = site / f"{dist}-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
-    eps = f"[conformance.packs]\n{name} = {module}\n"
+    eps = f"[conformance.catalogue.packs]\n{name} = {module}\n"
     if adapter:
         eps += f"[conformance.adapters]\n{adapter} = conformance.adapters.pika:PikaAdapter\n"
     (info / "entry_points.txt").write_text(eps)
@@ -92,7 +92,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def test_a_selected_pack_joins_the_catalogue_with_its_rules_and_cases(site: Path) -> None:
     from conformance.cases import all_cases
-    from conformance.catalogue import catalogue
+    from conformance.catalogue.requirements import catalogue
 
     install_pack(site, "widget-pack", "widget", "widget_pack")
     assert "WIDGET-PING-PONG" not in catalogue()
@@ -107,8 +107,8 @@ def test_a_selected_pack_joins_the_catalogue_with_its_rules_and_cases(site: Path
 def test_a_pack_applies_only_to_adapters_of_the_protocol_its_cases_speak(site: Path) -> None:
     from types import SimpleNamespace
 
-    from conformance.capabilities import applicability
-    from conformance.catalogue import catalogue
+    from conformance.catalogue.capabilities import applicability
+    from conformance.catalogue.requirements import catalogue
 
     install_pack(site, "widget-pack", "widget", "widget_pack")
     packs.activate(["widget"])
@@ -131,8 +131,8 @@ def test_default_selection_is_the_adapters_distribution_plus_and_minus_pack_opti
 
 
 @pytest.mark.parametrize("how, message", [
-    ("broken", "requirement pack 'broken' in conformance.packs: failed to load: ModuleNotFoundError: No module named 'no_such_pack_module'"),
-    ("level", "requirement pack 'broken' in conformance.packs: WIDGET-PING-PONG: level SHOULD but its rules give MUST"),
+    ("broken", "requirement pack 'broken' in conformance.catalogue.packs: failed to load: ModuleNotFoundError: No module named 'no_such_pack_module'"),
+    ("level", "requirement pack 'broken' in conformance.catalogue.packs: WIDGET-PING-PONG: level SHOULD but its rules give MUST"),
 ])
 def test_a_broken_pack_is_one_line_naming_it(site: Path, how: str, message: str) -> None:
     if how == "broken":
@@ -156,7 +156,7 @@ def test_a_broken_pack_nobody_selected_does_not_stop_a_command_and_a_selected_on
     assert ok.returncode == 0, ok.stderr
     bad = _cli(site, "list", "--pack", "broken")
     assert bad.returncode == 2
-    assert bad.stderr.strip() == ("conformance: error: requirement pack 'broken' in conformance.packs: failed to load: "
+    assert bad.stderr.strip() == ("conformance: error: requirement pack 'broken' in conformance.catalogue.packs: failed to load: "
                                   "ModuleNotFoundError: No module named 'no_such_pack_module'")
     # a run that selects it stops before anything is launched (nothing listens on port 9), in the same line
     run = _cli(site, "run", "--target", "stomp://127.0.0.1:9/", "--pack", "broken", "--out", str(tmp_path / "run"))
@@ -167,7 +167,7 @@ def test_mutation_expectations_naming_a_packs_requirements_are_checked_only_with
     """A plugin's mutations are always registered (the proxy runs in a process of its own), but the
     requirements they break may live in a pack the run did not load: out of scope then, checked
     when the pack is loaded."""
-    from conformance.mutations import _expectations_of
+    from conformance.nemesis.mutations import _expectations_of
 
     install_pack(site, "widget-pack", "widget", "widget_pack")
     path = tmp_path / "expectations.yaml"

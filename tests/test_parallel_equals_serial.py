@@ -10,7 +10,7 @@ from pathlib import Path
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cli import EXIT_OK, build_parser, pytest_args
-from conformance.results import read_results
+from conformance.runner.results import read_results
 from tests.conftest import ROOT
 
 

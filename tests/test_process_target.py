@@ -14,8 +14,8 @@ import yaml
 from adapters.process.definition import load_definition, parse_definition
 from adapters.process.handshake import amqp10_ready
 from conformance.errors import TargetError, UsageError
-from conformance.results import read_results, read_run
-from conformance.supervisor import marked_pids
+from conformance.runner.results import read_results, read_run
+from conformance.runner.supervisor import marked_pids
 from conformance.targets import available_launchers, make_target
 from tests.support.kill_loss import unexplained
 from tests.test_e2e_rabbitmq import run_cli

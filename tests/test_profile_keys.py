@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance.catalogue import catalogue
+from conformance.catalogue.requirements import catalogue
 from conformance.errors import UsageError
-from conformance.profile import bundled_profiles, parse_profile
-from conformance.profile_keys import profile_keys
+from conformance.catalogue.profiles import bundled_profiles, parse_profile
+from conformance.catalogue.profile_keys import profile_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 #: A dotted, lower-case profile key as a string literal (plain or the fixed head of an f-string).
@@ -39,7 +39,7 @@ def test_every_key_the_sources_read_is_in_the_schema() -> None:
     literal, prefixes = keys_read_by_sources()
     assert "delivery-limit.support" in literal and "requeue.position." in prefixes, "the scan must see the known reads"
     undocumented = sorted(k for k in literal if k not in keys)
-    assert not undocumented, f"keys read in the sources but missing from conformance/profile_keys.yaml: {undocumented}"
+    assert not undocumented, f"keys read in the sources but missing from conformance/catalogue/data/profile_keys.yaml: {undocumented}"
     for prefix in prefixes:
         assert any(k.startswith(prefix) for k in keys), f"f-string key {prefix}... matches no documented key"
     unread = [k for k in keys if k not in literal and not any(k.startswith(p) for p in prefixes)]

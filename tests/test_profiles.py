@@ -10,7 +10,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from conformance.errors import UsageError
-from conformance.profile import bundled_profiles, load_profile_file, select_profile
+from conformance.catalogue.profiles import bundled_profiles, load_profile_file, select_profile
 
 
 def test_every_profile_entry_has_a_citation() -> None:

@@ -10,10 +10,10 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from conformance.catalogue import catalogue
-from conformance.profile import bundled_profiles, select_profile
-from conformance.profile_keys import profile_keys
-from conformance.verdict import Outcome
+from conformance.catalogue.requirements import catalogue
+from conformance.catalogue.profiles import bundled_profiles, select_profile
+from conformance.catalogue.profile_keys import profile_keys
+from conformance.kit.verdicts import Outcome
 from tests.test_verdicts_areas import CASES, LAST_ABSENT, SCOPE_OWN, SCOPE_SHARED, TRANSIENT_KEPT, TRANSIENT_LOST, counted, looped
 
 #: The newest release in cloudamqp/lavinmq CHANGELOG.md as read for these profiles (research 2026-11).

@@ -18,12 +18,12 @@ from adapters.amqp091.pika_adapter import PikaAdapter
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.api import QueueSpec
 from conformance.errors import ConnectionLost
-from conformance.faults import Action, Fault, Moment, Sender, cut
-from conformance.proxy import FaultProxy, ProxyBase
-from conformance.proxy_isolated import IsolatedFaultProxy
-from conformance.wire import MalformedFrame
-from conformance.wire.amqp091 import Amqp091Codec
-from conformance.wire.amqp10 import Amqp10Codec
+from conformance.nemesis.faults import Action, Fault, Moment, Sender, cut
+from conformance.nemesis.proxy import FaultProxy, ProxyBase
+from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
+from conformance.nemesis.wire import MalformedFrame
+from adapters.amqp091.wire import Amqp091Codec
+from adapters.amqp10.wire import Amqp10Codec
 
 
 KINDS = {"thread": FaultProxy, "process": IsolatedFaultProxy}
@@ -241,7 +241,7 @@ def test_isolated_proxy_keeps_trace_errors_and_counts_after_close(rabbit: Rabbit
 
 
 def test_isolated_proxy_refuses_a_chain_it_cannot_see_and_reports_its_own_death(rabbit: RabbitMQLocalNode) -> None:
-    from conformance.proxy_isolated import ProxyProcessError
+    from conformance.nemesis.proxy_isolated import ProxyProcessError
 
     with IsolatedFaultProxy.for_url(rabbit.url) as a, IsolatedFaultProxy.for_url(rabbit.url) as b:
         first = a.arm(cut("tx.commit"))

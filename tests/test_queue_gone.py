@@ -14,9 +14,9 @@ import time
 import pytest
 
 from conformance.api import QueueStats
-from conformance.context_faults import BrokerFaults
+from conformance.kit.context.faults import BrokerFaults
 from conformance.errors import ChannelClosed, OperationTimeout
-from conformance.history import History
+from conformance.kit.history import History
 
 NOT_FOUND = "NOT_FOUND - no queue 'q' in vhost '/'"
 HOME_DOWN = "NOT_FOUND - home node 'rabbit@a' of durable queue 'q' in vhost '/' is down or inaccessible"

@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 
 from adapters.rabbitmq.launcher import parse_quorum_status
-from conformance import context_faults
-from conformance.context_faults import BrokerFaults
+from conformance.kit.context import faults
+from conformance.kit.context.faults import BrokerFaults
 from conformance.errors import QueueUnavailable
-from conformance.history import History
-from conformance.replicas import reading
+from conformance.kit.history import History
+from conformance.nemesis.replicas import reading
 from conformance.targets import Replica
 
 #: Recorded on RabbitMQ 3.10.8 (Debian 12), 2026-11-24, after kill -9 and start of a private node.

@@ -342,7 +342,7 @@ def test_gate_command_exit_codes_and_xpass(spark: Any, tmp_path: Path, capsys: p
 
 def test_coverage_section_shows_each_rule_with_its_requirements_verdicts_or_why_none() -> None:
     """Issue 17, without Spark: the section's data joins the rule map with the report's cells."""
-    from conformance.coverage import as_data
+    from conformance.catalogue.coverage import as_data
     from reports.render import coverage_context
 
     grid = {("NACK-REJECT-REQUEUE", "RabbitMQ 3.10.8 amqp-0-9-1 classic"): {"verdict": "deviation", "label": "deviation"}}

@@ -9,7 +9,7 @@ import pytest
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.errors import TargetError, UsageError
-from conformance.results import ResultsWriter, read_results, read_run
+from conformance.runner.results import ResultsWriter, read_results, read_run
 from conformance.targets import ExternalTarget, make_target, redact
 
 

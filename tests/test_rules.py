@@ -1,4 +1,4 @@
-"""Spec rules as data (conformance/rules/) and the levels requirements take from them (issue 17)."""
+"""Spec rules as data (conformance/catalogue/data/rules/) and the levels requirements take from them (issue 17)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance.catalogue import _parse_area, catalogue, check_levels
+from conformance.catalogue.requirements import _parse_area, catalogue, check_levels
 from conformance.errors import UsageError
-from conformance.rules import KEYWORDS, PROTOCOLS, all_rules, load_rules
+from conformance.catalogue.rules import KEYWORDS, PROTOCOLS, all_rules, load_rules
 
 
 def test_rule_files_load_with_ids_keywords_and_quotes() -> None:
@@ -94,7 +94,7 @@ def test_the_catalogue_obeys_the_rules() -> None:
 
 
 def test_coverage_map_names_covering_requirements_or_a_reason() -> None:
-    from conformance.coverage import UNCOVERED_TESTABLE, coverage, figures
+    from conformance.catalogue.coverage import UNCOVERED_TESTABLE, coverage, figures
 
     rows = {c.rule.ref: c for c in coverage()}
     assert rows["amqp-0-9-1 basic/reject/requeue/01"].requirements == ("NACK-REJECT-REQUEUE",)

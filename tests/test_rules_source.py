@@ -1,8 +1,8 @@
-"""conformance/rules/amqp-0-9-1.yaml is derived from the specification's XML (issue 17): every <rule>
+"""conformance/catalogue/data/rules/amqp-0-9-1.yaml is derived from the specification's XML (issue 17): every <rule>
 of the suite's areas is listed under its first RFC keyword with a word-for-word quote, and every
 chassis rule under the chassis' implement level. The XML is the excerpt the suite ships
-(conformance/rules/sources/, licence kept); the same check runs on the full amqp0-9-1.xml:
-``python3 -m conformance.rules_source path/to/amqp0-9-1.xml --check``."""
+(conformance/catalogue/data/rules/sources/, licence kept); the same check runs on the full amqp0-9-1.xml:
+``python3 -m conformance.catalogue.rule_source path/to/amqp0-9-1.xml --check``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from conformance.rules import all_rules
-from conformance.rules_source import check, excerpt_path, extract, main
+from conformance.catalogue.rules import all_rules
+from conformance.catalogue.rule_source import check, excerpt_path, extract, main
 
 
 def test_the_shipped_excerpt_keeps_the_licence_and_its_provenance() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cli import EXIT_OK, EXIT_USAGE
-from conformance.results import read_results, read_run
+from conformance.runner.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from conformance.judged import summary
+from conformance.runner.judged import summary
 from reports.schema import RESULT_FIELDS
 from tests.conftest import ROOT
 
@@ -18,7 +18,7 @@ def test_the_documented_result_fields_are_the_schema_s() -> None:
 
 
 def test_run_json_s_judged_is_documented() -> None:
-    """run.json's ``judged`` (conformance.run_lifecycle writes judged.summary of the counts): every key named."""
+    """run.json's ``judged`` (conformance.runner.lifecycle writes judged.summary of the counts): every key named."""
     documented = DOC.split("## Fields of a result record")[0]
     assert "`judged`" in documented
     for key in summary({}):

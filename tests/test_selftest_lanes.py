@@ -1,4 +1,4 @@
-"""The self-test's restart lane (issue 20, conformance.spare_node): with a second node, the runs that
+"""The self-test's restart lane (issue 20, conformance.nemesis.spare_node): with a second node, the runs that
 restart the broker go there, beside the plain runs, and the kill matrix is the one a serial
 self-test builds; without one (or when it does not boot) they go after the others, on the run's node.
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conformance import selftest as st
+from conformance.cli import selftest as st
 from conformance.targets import Target
 
 PLAIN = "ACK-ACKED-NEVER-REDELIVERED"
@@ -142,7 +142,7 @@ def test_a_launched_self_test_runs_its_restart_cases_on_a_second_real_node(tmp_p
     assert {"case": "persist/test_restart.py::TestTransientFate::test[classic]", "mutation": "persistence-forced"}.items() <= \
         next(k for k in m["kills"] if k["case"].endswith("TestTransientFate::test[classic]")).items()
     # a clean-run failure may only be RabbitMQ 3.10.8's own loss of a queue at kill -9 (tests.support.kill_loss)
-    from conformance.results import read_results
+    from conformance.runner.results import read_results
     from tests.support.kill_loss import lost_to_kill
 
     lost = {r["case_id"] for r in read_results(out / "runs" / "clean-restarts") if lost_to_kill(r)}

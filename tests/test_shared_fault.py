@@ -15,7 +15,7 @@ from pathlib import Path
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cases import all_cases
 from conformance.cli import EXIT_FAIL, EXIT_OK
-from conformance.results import read_results
+from conformance.runner.results import read_results
 from tests.conftest import ROOT, conformance_cmd
 from tests.support.kill_loss import lost_to_kill
 

@@ -15,7 +15,7 @@ import pytest
 
 from conformance.api import AckMode
 from conformance.cli import EXIT_OK
-from conformance.results import read_results, read_run
+from conformance.runner.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
 
 AREAS = ("ack", "nack")
@@ -159,7 +159,7 @@ def _broken_adapter() -> Any:
 
 
 def test_adapter_check_passes_for_stomp(activemq: Any) -> None:
-    from conformance.adapter_check import check
+    from conformance.cli.adapter_check import check
     from conformance.api import adapters
 
     results = check(adapters()["stomp"](), activemq.url)
@@ -168,7 +168,7 @@ def test_adapter_check_passes_for_stomp(activemq: Any) -> None:
 
 
 def test_adapter_check_catches_a_broken_adapter_precisely(activemq: Any) -> None:
-    from conformance.adapter_check import check
+    from conformance.cli.adapter_check import check
 
     broken = {r.operation: r.detail for r in check(_broken_adapter(), activemq.url) if r.outcome == "broken"}
     assert set(broken) == {"next deadline", "ack unknown tag"}, broken
@@ -181,8 +181,8 @@ def test_a_frame_exact_fault_over_stomp(activemq: Any) -> None:
     COMMIT before the broker sees it, so the transaction's SENDs are never delivered."""
     from conformance.api import QueueSpec, adapters
     from conformance.errors import ConnectionLost, OperationTimeout
-    from conformance.faults import cut
-    from conformance.proxy_isolated import IsolatedFaultProxy
+    from conformance.nemesis.faults import cut
+    from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
 
     stomp = adapters()["stomp"]()
     proxy = IsolatedFaultProxy.for_url(activemq.url).start()

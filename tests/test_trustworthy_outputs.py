@@ -22,7 +22,7 @@ import pytest
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cli import EXIT_USAGE
-from conformance.results import read_results, read_run
+from conformance.runner.results import read_results, read_run
 from conformance.secrets import SecretUrl, redact, register, scrub
 from tests.conftest import ROOT, conformance_cmd
 

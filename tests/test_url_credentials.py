@@ -16,8 +16,8 @@ import pytest
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cases import all_cases
-from conformance.judged import summary
-from conformance.results import read_results, read_run
+from conformance.runner.judged import summary
+from conformance.runner.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
 
 
@@ -51,7 +51,7 @@ def test_redaction_keeps_each_report_kind_of_longrepr_its_type(monkeypatch: pyte
     from _pytest._code.code import ReprFileLocation
 
     from conformance import secrets as registry
-    from conformance.case_records import _scrub_report
+    from conformance.runner.records import _scrub_report
 
     # the secret is this test's: the registry is restored after it (later tests in the process see none of it)
     monkeypatch.setattr(registry, "_secrets", set(registry.registered()))

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from conformance.cases import all_cases
-from conformance.profile import Profile, parse_profile, select_profile
-from conformance.verdict import Outcome, Verdict, apply_profile, holds
+from conformance.catalogue.profiles import Profile, parse_profile, select_profile
+from conformance.kit.verdicts import Outcome, Verdict, apply_profile, holds
 
 CASES: dict[str, type] = {cls.__name__: cls for cls in all_cases()}
 
@@ -30,7 +30,7 @@ BASELINE = select_profile("Other", "1.0", "amqp-0-9-1")
 
 
 def d(mid: str, tag: int, redelivered: bool = False, delivery_count: int | None = None) -> dict[str, Any]:
-    """One delivery, shaped like conformance.case.delivery_obs."""
+    """One delivery, shaped like conformance.kit.case.delivery_obs."""
     return {"id": mid, "tag": tag, "redelivered": redelivered, "delivery_count": delivery_count}
 
 
@@ -76,7 +76,7 @@ class Example:
     profile: Profile = field(default_factory=lambda: RABBIT)
     marks: tuple[Any, ...] = field(default=())
     #: What a behaviour the requirement allows is judged: "pass" when it equals the reference,
-    #: "deviation" when it differs as the profile documents (conformance.reference), "unsupported"
+    #: "deviation" when it differs as the profile documents (conformance.kit.reference), "unsupported"
     #: for a clean refusal of an optional feature.
     outcome: str = "pass"
 
@@ -214,7 +214,7 @@ def documented_policy(variant: str, queue_type: str) -> str:
     return str(entry.value)
 
 
-#: ACK-REQUEUE-POSITION's reference (conformance/requirements/ack.yaml): back at the original place.
+#: ACK-REQUEUE-POSITION's reference (conformance/catalogue/data/requirements/ack.yaml): back at the original place.
 REFERENCE_POLICY = "publication-order"
 
 
@@ -519,7 +519,7 @@ def test_example_names_are_unique() -> None:
 
 
 def test_requeue_position_cites_the_reference_or_the_profile_entry() -> None:
-    from conformance.catalogue import requirement
+    from conformance.catalogue.requirements import requirement
 
     for ex in requeue_good():
         v = ex.judge()

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from conformance.profile import Profile, select_profile
-from conformance.verdict import Outcome, apply_profile
+from conformance.catalogue.profiles import Profile, select_profile
+from conformance.kit.verdicts import Outcome, apply_profile
 from tests.test_verdicts import (
     BASELINE,
     CASES,
@@ -746,7 +746,7 @@ def test_non_durable_declare_refused_is_spec_fail_never_pass() -> None:
 def _with_entry(profile: Profile, key: str, value: str, qt: str) -> Profile:
     from dataclasses import replace as dc_replace
 
-    from conformance.profile import Entry
+    from conformance.catalogue.profiles import Entry
 
     entries = {**profile.entries, key: {**profile.entries.get(key, {}),
                                         qt: Entry(value=value, source="https://example.invalid/vendor-doc", reason="documented as accepted and ignored")}}

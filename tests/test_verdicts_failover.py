@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.verdict import Outcome
+from conformance.kit.verdicts import Outcome
 from tests.test_verdicts import BASELINE, Example, assert_fails, assert_passes, with_
 
 N1, N2, N3 = "c-1@localhost", "c-2@localhost", "c-3@localhost"

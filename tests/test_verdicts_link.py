@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from conformance.profile import select_profile
-from conformance.verdict import Outcome, Verdict, apply_profile
+from conformance.catalogue.profiles import select_profile
+from conformance.kit.verdicts import Outcome, Verdict, apply_profile
 from tests.test_verdicts import CASES, RABBIT, Example, assert_fails, assert_passes, with_
 
 SPEC10 = select_profile("Other", "1.0", "amqp-1.0")
@@ -157,7 +157,7 @@ def test_drain_crash_is_a_deviation_on_classic_only() -> None:
 
 def test_no_settle_refused_by_our_own_client_tests_nothing() -> None:
     """The adapter's own refusal never satisfies LINK-UNRELIABLE-NO-SETTLE: the broker was not tested."""
-    from conformance.verdict import Outcome
+    from conformance.kit.verdicts import Outcome
 
     v = ex("TestUnreliableLinkNoSettle", "client-refuses", NO_SETTLE).judge()
     assert v.outcome is Outcome.UNSUPPORTED and "not tested" in v.reason

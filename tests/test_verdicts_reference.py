@@ -1,5 +1,5 @@
 """A profile explains, it never excuses: verdicts measure the broker against the requirement's
-reference, and a profile only turns a documented difference into a deviation (conformance.reference).
+reference, and a profile only turns a documented difference into a deviation (conformance.kit.reference).
 
 The cases below are the documented bugs a profile used to turn into passes: RabbitMQ 3.10's quorum
 queues (requeue at the tail, x-delivery-count 0 on basic.get only, 540 under global QoS) and LavinMQ's
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance.catalogue import Reference, Requirement, check_references, requirement
+from conformance.catalogue.requirements import Reference, Requirement, check_references, requirement
 from conformance.errors import UsageError
-from conformance.profile import load_profile_file, select_profile
-from conformance.verdict import Outcome
+from conformance.catalogue.profiles import load_profile_file, select_profile
+from conformance.kit.verdicts import Outcome
 from tests.test_verdicts import CASES, RABBIT, connection_closed
 from tests.test_verdicts_areas import SCOPE_SHARED, counted, looped, requeue_nack
 
@@ -123,8 +123,8 @@ def test_a_vendor_choice_must_cite_the_vendors_documentation(tmp_path: Path) -> 
 def test_every_bundled_difference_says_why() -> None:
     """Every bundled entry that differs from a reference carries its reason (the loader enforces it;
     this names the count so a silent schema change cannot empty the check)."""
-    from conformance.profile import bundled_profiles
-    from conformance.reference import documented_difference
+    from conformance.catalogue.profiles import bundled_profiles
+    from conformance.kit.reference import documented_difference
 
     differing = 0
     for p in bundled_profiles():
@@ -181,7 +181,7 @@ def test_an_observation_is_no_vendor_documentation(tmp_path: Path, source: str) 
 def test_a_deviation_fixed_in_a_patch_release_inside_the_profiles_range_stops_at_the_fix() -> None:
     """RabbitMQ's AMQP 1.0 drain crash on classic queues (#7119) was fixed in 3.10.18 and 3.11.9: the
     same observation is the documented deviation on 3.10.8 and a failure on 3.10.18."""
-    from conformance.verdict import Verdict, apply_profile
+    from conformance.kit.verdicts import Verdict, apply_profile
 
     failed = Verdict(Outcome.FAIL, expected="drain answered", observed="session ended", key="drain-session-ended")
     old = select_profile("RabbitMQ", "3.10.8", "amqp-1.0")

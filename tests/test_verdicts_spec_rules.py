@@ -111,7 +111,7 @@ def test_violation_fails(ex: Example, shows: str) -> None:
 
 
 def test_rabbitmq_s_refusal_of_prefetch_size_is_spec_fail_beside_a_documented_deviation() -> None:
-    from conformance.verdict import Outcome, apply_profile
+    from conformance.kit.verdicts import Outcome, apply_profile
 
     ex = next(e for e, _ in SPEC_VIOLATION_TABLE if e.name == "prefetch-size-refused")
     v = apply_profile(ex.judge(), "PREFETCH-SIZE-SINGLE-MESSAGE", None, RABBIT)
@@ -120,7 +120,7 @@ def test_rabbitmq_s_refusal_of_prefetch_size_is_spec_fail_beside_a_documented_de
 
 
 def test_rabbitmq_3_ignoring_priorities_is_spec_fail_beside_a_documented_deviation() -> None:
-    from conformance.verdict import Outcome, apply_profile
+    from conformance.kit.verdicts import Outcome, apply_profile
 
     ex = next(e for e, _ in SPEC_VIOLATION_TABLE if e.name == "fifo-whatever-the-priority")
     for qt in ("classic", "quorum"):

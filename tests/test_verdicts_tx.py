@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conformance.verdict import Outcome, apply_profile
+from conformance.kit.verdicts import Outcome, apply_profile
 from tests.test_verdicts import BASELINE, CASES, OPEN, RABBIT, Example, again, assert_fails, assert_passes, channel_406, connection_closed, first, msgs, soft, with_
 
 T = ["t1", "t2", "t3"]

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from conformance.catalogue import requirement
+from conformance.catalogue.requirements import requirement
 from conformance.errors import ChannelClosed, ProtocolViolation, TargetCannot, Unsupported, UsageError
-from conformance.profile import Documented, bundled_profiles, parse_profile, select_profile
-from conformance.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
+from conformance.catalogue.profiles import Documented, bundled_profiles, parse_profile, select_profile
+from conformance.kit.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
 from conformance.unsupported import CANNOT_EXPRESS, KINDS, NO_FAULT, REFUSED, label, tally
-from conformance.verdict import Outcome
+from conformance.kit.verdicts import Outcome
 from tests.test_verdicts import CASES
 
 RABBIT = select_profile("RabbitMQ", "3.10.8", "amqp-0-9-1")
@@ -200,7 +200,7 @@ def test_outputs_show_the_kind_beside_unsupported() -> None:
     assert label({"verdict": "fail", "unsupported_kind": None}) == "fail"
     records = [{"verdict": "unsupported", "unsupported_kind": k} for k in ("refused", "refused", "no-fault")] + [{"verdict": "pass"}]
     assert tally(records) == "unsupported: 1 no-fault, 2 refused" or tally(records) == "unsupported: 2 refused, 1 no-fault"
-    from conformance.progress import case_line
+    from conformance.runner.progress import case_line
 
     assert case_line({"verdict": "unsupported", "unsupported_kind": "no-fault", "case_id": "c", "requirement": "R", "level": "MUST"}) \
         .startswith("UNSUPPORTED (NO-FAULT)")

@@ -33,7 +33,7 @@ from conformance.api import (
     Session,
 )
 from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, NoReply, OperationTimeout, PublishNotConfirmed, Unsupported
-from conformance import liveness
+from conformance.runner import liveness
 
 # pika logs every socket failure at ERROR with a traceback; this adapter translates each of those
 # failures into the neutral API's errors (ConnectionLost, NoReply, ChannelClosed), which the case
@@ -401,7 +401,7 @@ class PikaAdapter(Adapter):
     schemes = ("amqp", "amqps")
     default_target = "rabbitmq-local"
     features = frozenset({"nack", "recover", "multiple", "qos", "tx", "confirms"})
-    #: What AMQP 0-9-1 can express (conformance/capabilities.yaml): the requirements that apply.
+    #: What AMQP 0-9-1 can express (conformance/catalogue/data/capabilities.yaml): the requirements that apply.
     capabilities = frozenset({
         "get.empty-reply", "consume.exclusive", "consume.many-per-session", "queue.exclusive", "prefetch.size", "publish.priority",
         "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "ack.multiple", "ack.tag-errors",

@@ -79,7 +79,7 @@ OUTCOMES = {"accepted": PnDelivery.ACCEPTED, "released": PnDelivery.RELEASED, "r
 STATE_NAMES = {v: k for k, v in OUTCOMES.items()}
 #: AMQP 1.0 transactions 4.5.5: the declared outcome (descriptor 0x33).
 DECLARED = 0x33
-#: The rule a declare's answer is judged by (conformance/rules/amqp-1.0.yaml).
+#: The rule a declare's answer is judged by (conformance/catalogue/data/rules/amqp-1.0.yaml).
 DECLARE_RULE = "amqp-1.0 4.3 declare error"
 SETTLE_MODES = {Link.SND_UNSETTLED: "unsettled", Link.SND_SETTLED: "settled", Link.SND_MIXED: "mixed"}
 DIST_MODES = {Terminus.DIST_MODE_UNSPECIFIED: "unspecified", Terminus.DIST_MODE_COPY: "copy", Terminus.DIST_MODE_MOVE: "move"}
@@ -786,7 +786,7 @@ class ProtonAdapter(Adapter):
     schemes = ("amqp", "amqps", "amqp10")
     default_target = "rabbitmq-local"  # its node serves AMQP 1.0 too (the bundled rabbitmq_amqp1_0 plugin)
     features = frozenset({"browse", "outcomes", "unreliable-link"})
-    #: What AMQP 1.0 can express (conformance/capabilities.yaml): the requirements that apply.
+    #: What AMQP 1.0 can express (conformance/catalogue/data/capabilities.yaml): the requirements that apply.
     capabilities = frozenset({
         "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "browse", "drain", "frame-faults", "get",
         "link-settlement", "nack.discard", "nack.requeue", "publish.confirmed", "reject.discard", "session-close", "tx", "tx.ack",

@@ -32,6 +32,7 @@ BINARY_FIELDS = ("command", "env", "search", "install")
 READY_PROTOCOLS = ("amqp-0-9-1", "amqp-1.0")
 #: Where shipped definitions live (``process:targets/x.yaml`` also works outside a checkout's cwd).
 REPO_ROOT = Path(__file__).resolve().parents[2]
+ADAPTERS_DIR = REPO_ROOT / "adapters"
 
 
 @dataclass(frozen=True)
@@ -149,12 +150,23 @@ def parse_definition(data: Any, origin: str) -> Definition:
     )
 
 
+def bundled_definitions() -> dict[str, Path]:
+    """The definitions shipped with each broker product (``adapters/<product>/targets/<name>.yaml``),
+    by name: ``process:lavinmq`` and the older spelling ``process:targets/lavinmq.yaml`` both find one."""
+    return {p.stem: p for p in sorted(ADAPTERS_DIR.glob("*/targets/*.yaml"))}
+
+
 def find_definition(spec: str) -> Path:
-    """The file ``process:<spec>`` names: as given, else relative to the suite's checkout."""
+    """The file ``process:<spec>`` names: as given, else relative to the suite's checkout, else a
+    bundled definition of that name."""
     for candidate in (Path(spec), REPO_ROOT / spec):
         if candidate.is_file():
             return candidate
-    raise UsageError(f"process target definition {spec!r} not found (give a YAML file, e.g. process:targets/lavinmq.yaml)")
+    name = Path(spec).name.removesuffix(".yaml") if spec.startswith("targets/") or "/" not in spec else None
+    bundled = bundled_definitions()
+    if name in bundled:
+        return bundled[name]
+    raise UsageError(f"process target definition {spec!r} not found (give a YAML file or one of: {', '.join(bundled)})")
 
 
 def load_definition(spec: str) -> Definition:

@@ -1,0 +1,1 @@
+"""The Qpid Proton example broker: its launcher and process-target definition."""

@@ -194,7 +194,7 @@ class RabbitMQCluster(Target):
     def check_alive(self) -> str | None:
         return self.nodes[0].check_alive() if self.nodes else "cluster not started"
 
-    # -- the cluster operations cases use (conformance.cluster.ClusterOps) ------------------------
+    # -- the cluster operations cases use (conformance.nemesis.cluster.ClusterOps) ------------------------
 
     def node_names(self) -> list[str]:
         return [n.node for n in self.nodes]

@@ -16,7 +16,7 @@ def areas() -> list[str]:
 
 def all_cases() -> list[type]:
     """Every concrete Case subclass in the catalogue, in module order."""
-    from conformance.case import Case
+    from conformance.kit.case import Case
 
     found: list[type] = []
     for area in areas():
@@ -28,7 +28,7 @@ def all_cases() -> list[type]:
             for _, obj in inspect.getmembers(module, inspect.isclass):
                 if issubclass(obj, Case) and obj is not Case and obj.__module__ == module.__name__:
                     found.append(obj)
-    from conformance.packs import active
+    from conformance.catalogue.packs import active
 
     for pack in active():  # issue 19 §2: the cases of every loaded requirement pack
         for mod in pkgutil.walk_packages([str(pack.cases_dir)], prefix=f"{pack.cases_package}."):

@@ -18,8 +18,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from conformance.history import History
-from conformance.run_state import state_of
+from conformance.kit.history import History
+from conformance.runner.state import state_of
 
 
 def _freeze(config: pytest.Config) -> None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Callable
 
 from conformance.api import Delivery, Session
-from conformance.case import Case, CaseContext, Obs, delivery_obs
-from conformance.checkers import accepted, all_redelivered, channel_closed_with, returned_exactly
-from conformance.profile import Profile
-from conformance.scenarios import one_held
-from conformance.verdict import Verdict, first_failure
+from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
+from conformance.kit.checkers import accepted, all_redelivered, channel_closed_with, returned_exactly
+from conformance.catalogue.profiles import Profile
+from conformance.kit.scenarios import one_held
+from conformance.kit.verdicts import Verdict, first_failure
 
 PRECONDITION_FAILED = 406
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from conformance.case import Case, CaseContext, Obs, delivery_obs
-from conformance.checkers import accepted, all_redelivered, returned_exactly
-from conformance.profile import Profile
-from conformance.verdict import Verdict, first_failure, fmt, holds
+from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
+from conformance.kit.checkers import accepted, all_redelivered, returned_exactly
+from conformance.catalogue.profiles import Profile
+from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
 
 class TestCancelKeepsUnacked(Case):

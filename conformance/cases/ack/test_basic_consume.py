@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from conformance.case import Case, CaseContext, Obs
-from conformance.checkers import channel_closed_with
-from conformance.profile import Profile
-from conformance.verdict import Verdict, first_failure, holds
+from conformance.kit.case import Case, CaseContext, Obs
+from conformance.kit.checkers import channel_closed_with
+from conformance.catalogue.profiles import Profile
+from conformance.kit.verdicts import Verdict, first_failure, holds
 
 ACCESS_REFUSED = 403
 CONSUMERS = 16

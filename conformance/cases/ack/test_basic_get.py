@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from conformance.api import Delivery
-from conformance.case import Case, CaseContext, Obs, delivery_obs
-from conformance.profile import Profile
-from conformance.verdict import Verdict, first_failure, holds
+from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
+from conformance.catalogue.profiles import Profile
+from conformance.kit.verdicts import Verdict, first_failure, holds
 
 
 class TestGetEmpty(Case):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from conformance.case import Case, CaseContext, Obs
-from conformance.profile import Profile
-from conformance.verdict import Verdict, holds
+from conformance.kit.case import Case, CaseContext, Obs
+from conformance.catalogue.profiles import Profile
+from conformance.kit.verdicts import Verdict, holds
 
 
 class TestDeliveryTagNonZero(Case):

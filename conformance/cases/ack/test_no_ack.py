@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from conformance.api import AckMode
-from conformance.case import Case, CaseContext, Obs, delivery_obs
-from conformance.checkers import all_redelivered, returned_exactly
-from conformance.profile import Profile
-from conformance.verdict import Verdict, first_failure
+from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
+from conformance.kit.checkers import all_redelivered, returned_exactly
+from conformance.catalogue.profiles import Profile
+from conformance.kit.verdicts import Verdict, first_failure
 
 
 class TestAutoAckRemovedOnDelivery(Case):

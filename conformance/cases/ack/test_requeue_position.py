@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from conformance.case import Case, CaseContext, Obs
-from conformance.profile import Profile
-from conformance.reference import judge
-from conformance.verdict import Verdict, same
+from conformance.kit.case import Case, CaseContext, Obs
+from conformance.catalogue.profiles import Profile
+from conformance.kit.reference import judge
+from conformance.kit.verdicts import Verdict, same
 
 POLICIES = ("publication-order", "head-in-return-order", "tail-in-return-order")
 

@@ -10,11 +10,11 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from conformance.api import AckMode
-from conformance.case import Case, CaseContext, Obs
-from conformance.profile import Profile
-from conformance.reference import judge
-from conformance.scenarios import FIRST_DEATH, LAST_DEATH, dead_obs
-from conformance.verdict import Verdict, first_failure, fmt, holds, same
+from conformance.kit.case import Case, CaseContext, Obs
+from conformance.catalogue.profiles import Profile
+from conformance.kit.reference import judge
+from conformance.kit.scenarios import FIRST_DEATH, LAST_DEATH, dead_obs
+from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same
 
 REASON = {"rejected": "rejected", "nacked": "rejected", "expired": "expired", "maxlen": "maxlen"}
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance.case import Case, CaseContext, Obs
-from conformance.cluster import Nodes, with_healing
+from conformance.kit.case import Case, CaseContext, Obs
+from conformance.nemesis.cluster import Nodes, with_healing
 
 
 class NodeLossCase(Case):

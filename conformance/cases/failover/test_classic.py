@@ -13,13 +13,13 @@ import uuid
 from typing import Any, Mapping
 
 from conformance.api import AckMode, Consumer, Session
-from conformance.case import Case, CaseContext, Obs, ScenarioVoid
+from conformance.kit.case import Case, CaseContext, Obs, ScenarioVoid
 from conformance.cases.failover.test_quorum import HELD, RECOVERY_S
-from conformance.cluster import Nodes
+from conformance.nemesis.cluster import Nodes
 from conformance.errors import ChannelClosed, OperationTimeout, TargetError
-from conformance.profile import Profile
-from conformance.reference import judge
-from conformance.verdict import Verdict, first_failure, fmt, holds
+from conformance.catalogue.profiles import Profile
+from conformance.kit.reference import judge
+from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
 ENTRY = "failover.classic-node-loss"
 #: Bound on a new mirror's synchronisation (an empty queue's mirrors are in sync at once).

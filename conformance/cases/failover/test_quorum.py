@@ -15,13 +15,13 @@ from collections import Counter
 from typing import Any
 
 from conformance.api import AckMode, Session
-from conformance.case import WAIT_S, CaseContext, Obs, ScenarioVoid, delivery_obs
+from conformance.kit.case import WAIT_S, CaseContext, Obs, ScenarioVoid, delivery_obs
 from conformance.cases.failover import NodeLossCase
-from conformance.cluster import Nodes, until_accepted
+from conformance.nemesis.cluster import Nodes, until_accepted
 from conformance.errors import ConnectionLost, OperationTimeout
-from conformance.faults import Action, Fault, Moment, Sender
-from conformance.profile import Profile
-from conformance.verdict import Verdict, first_failure, fmt, holds
+from conformance.nemesis.faults import Action, Fault, Moment, Sender
+from conformance.catalogue.profiles import Profile
+from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
 #: Confirmed publishes before the kill (the evidence the stream is flowing) and after the failover.
 BEFORE_KILL, AFTER_FAILOVER = 20, 20

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from conformance.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
-from conformance.checkers import returned_exactly
+from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
+from conformance.kit.checkers import returned_exactly
 from conformance.errors import ChannelClosed, OperationTimeout, TargetCannot
-from conformance.profile import Profile
-from conformance.redelivery import describe, signal_of, wrong_on_first
-from conformance.verdict import Verdict, first_failure, holds
+from conformance.catalogue.profiles import Profile
+from conformance.kit.redelivery import describe, signal_of, wrong_on_first
+from conformance.kit.verdicts import Verdict, first_failure, holds
 
 BROWSERS = 3
 #: "Promptly" for a drain answer: the sender owes a flow at once, there is nothing to wait for.

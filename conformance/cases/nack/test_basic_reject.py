@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from conformance.api import Delivery, Session
-from conformance.case import Case, CaseContext, Obs
-from conformance.checkers import accepted, all_redelivered, held_ids, returned_exactly, settled_as_expected as judge
-from conformance.profile import Profile
-from conformance.scenarios import settle_and_watch
-from conformance.verdict import Outcome, Verdict, first_failure, holds
+from conformance.kit.case import Case, CaseContext, Obs
+from conformance.kit.checkers import accepted, all_redelivered, held_ids, returned_exactly, settled_as_expected as judge
+from conformance.catalogue.profiles import Profile
+from conformance.kit.scenarios import settle_and_watch
+from conformance.kit.verdicts import Outcome, Verdict, first_failure, holds
 
 
 class TestRejectRequeue(Case):

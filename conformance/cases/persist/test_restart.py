@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from conformance.case import Case, CaseContext, Obs, Settled
+from conformance.kit.case import Case, CaseContext, Obs, Settled
 from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
-from conformance.profile import Profile
-from conformance.reference import judge
-from conformance.verdict import Verdict, first_failure, fmt, holds, same
-from conformance.scenarios import unavailable_key
+from conformance.catalogue.profiles import Profile
+from conformance.kit.reference import judge
+from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same
+from conformance.kit.scenarios import unavailable_key
 
 #: How long the restarted broker has to serve the queue again (boot already finished).
 RECOVERY_S = 15.0

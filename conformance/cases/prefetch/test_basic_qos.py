@@ -14,11 +14,11 @@ from typing import Any, Mapping
 
 from conformance.api import Consumer, Delivery
 from conformance.errors import OperationTimeout
-from conformance.case import Case, CaseContext, Obs
-from conformance.checkers import accepted
-from conformance.profile import Profile
-from conformance.reference import judge
-from conformance.verdict import Verdict, first_failure, fmt, holds, same
+from conformance.kit.case import Case, CaseContext, Obs
+from conformance.kit.checkers import accepted
+from conformance.catalogue.profiles import Profile
+from conformance.kit.reference import judge
+from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same
 
 N = 3
 M = 12

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-from conformance.case import Case, CaseContext, Obs, delivery_obs
-from conformance.checkers import channel_closed_with
-from conformance.profile import Profile
-from conformance.verdict import Verdict, holds
+from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
+from conformance.kit.checkers import channel_closed_with
+from conformance.catalogue.profiles import Profile
+from conformance.kit.verdicts import Verdict, holds
 
 NOT_FOUND = 404
 LOW, HIGH = 0, 9

@@ -2,7 +2,7 @@
 
 These used to be assumptions hidden in the suite (an empty-bodied sentinel): a broker that never
 confirmed an empty body stalled every case. Now they are requirements of their own, and the
-suite's barriers use ordinary payloads (conformance.case.sentinel_body).
+suite's barriers use ordinary payloads (conformance.kit.case.sentinel_body).
 
 The producer publishes on its own confirming connection whose operations wait at most
 ``CONFIRM_WINDOW_S``: a confirm that never comes is an observation ("basic.publish: no basic.ack
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hashlib
 
-from conformance.case import Case, CaseContext, Obs
+from conformance.kit.case import Case, CaseContext, Obs
 from conformance.errors import AdapterError, ConnectionLost
-from conformance.liveness import DELIVERY_WINDOW_S
-from conformance.profile import Profile
-from conformance.verdict import Verdict, first_failure, fmt, holds
+from conformance.runner.liveness import DELIVERY_WINDOW_S
+from conformance.catalogue.profiles import Profile
+from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
 #: How long the producer waits for the broker's basic.ack of the edge-case publish.
 CONFIRM_WINDOW_S = DELIVERY_WINDOW_S

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.case import Case, CaseContext, Obs
+from conformance.kit.case import Case, CaseContext, Obs
 from conformance.errors import ConnectionLost
-from conformance.faults import Fault, Action, Moment, Sender
-from conformance.profile import Profile
-from conformance.verdict import Verdict, fmt, holds
+from conformance.nemesis.faults import Fault, Action, Moment, Sender
+from conformance.catalogue.profiles import Profile
+from conformance.kit.verdicts import Verdict, fmt, holds
 
 MESSAGES = 3
 #: variant -> (frame, sender, nth, moment, what the broker must end with: "all", "none" or "either")

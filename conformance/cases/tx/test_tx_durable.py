@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from conformance.case import Case, CaseContext, Obs, delivery_obs
-from conformance.checkers import ids_of
+from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
+from conformance.kit.checkers import ids_of
 from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
-from conformance.profile import Profile
-from conformance.scenarios import unavailable_key
-from conformance.verdict import Verdict, fmt, holds, same
+from conformance.catalogue.profiles import Profile
+from conformance.kit.scenarios import unavailable_key
+from conformance.kit.verdicts import Verdict, fmt, holds, same
 
 #: How long the restarted broker has to serve the queue again (boot already finished).
 RECOVERY_S = 15.0

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from conformance.case import Case, CaseContext, Obs
-from conformance.checkers import accepted, channel_closed_with
-from conformance.profile import Profile
-from conformance.reference import judge
-from conformance.verdict import Verdict
+from conformance.kit.case import Case, CaseContext, Obs
+from conformance.kit.checkers import accepted, channel_closed_with
+from conformance.catalogue.profiles import Profile
+from conformance.kit.reference import judge
+from conformance.kit.verdicts import Verdict
 
 
 class TestCommitRequiresSelect(Case):

@@ -33,7 +33,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import stomp
 
-from conformance import liveness
+from conformance.runner import liveness
 from conformance.api import AckMode, AckScope, Adapter, Connection, Consumer, Delivery, QueueSpec, QueueStats, ServerInfo, Session
 from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, NoReply, OperationTimeout, SettlementRefused, Unsupported
 
@@ -435,7 +435,7 @@ class StompAdapter(Adapter):
     #: A run that names no target: a private RabbitMQ node with its bundled STOMP plugin (RabbitMQ is
     #: installed wherever the suite is; ActiveMQ Classic is one more package).
     default_target = "rabbitmq-stomp"
-    #: What STOMP 1.2 can express (conformance/capabilities.yaml); the broker's gaps are in its profile.
+    #: What STOMP 1.2 can express (conformance/catalogue/data/capabilities.yaml); the broker's gaps are in its profile.
     capabilities = frozenset({
         "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "nack.requeue", "nack.discard",
         "reject.discard", "publish.confirmed", "session-close", "tx", "tx.ack",

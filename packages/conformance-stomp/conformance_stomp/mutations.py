@@ -4,9 +4,9 @@ What each must break is data (``mutations.yaml``)."""
 
 from __future__ import annotations
 
-from conformance.faults import Sender
-from conformance.mutations import Mutator, naming, operator
-from conformance.wire import Frame
+from conformance.nemesis.faults import Sender
+from conformance.nemesis.mutations import Mutator, naming, operator
+from conformance.nemesis.wire import Frame
 
 from conformance_stomp.wire import PROTOCOL, build, parse
 

@@ -8,7 +8,7 @@ their command (SEND, MESSAGE, ACK, COMMIT...) for faults and traces, and mutatio
 
 from __future__ import annotations
 
-from conformance.wire import BufferedCodec, Frame, MalformedFrame
+from conformance.nemesis.wire import BufferedCodec, Frame, MalformedFrame
 
 PROTOCOL = "stomp-1.2"
 COMMANDS = frozenset({"CONNECT", "STOMP", "CONNECTED", "SEND", "SUBSCRIBE", "UNSUBSCRIBE", "ACK", "NACK", "BEGIN", "COMMIT",

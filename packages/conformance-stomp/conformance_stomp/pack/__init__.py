@@ -1,4 +1,4 @@
-"""The STOMP 1.2 requirement pack (entry-point group ``conformance.packs``, see conformance/packs.py):
+"""The STOMP 1.2 requirement pack (entry-point group ``conformance.packs``, see conformance/catalogue/packs.py):
 normative statements of the STOMP 1.2 specification itself, quoted in ``rules/``, and cases that
 write and read STOMP frames on a socket of their own, because what they check (a RECEIPT's
 receipt-id, ERROR then close) lies below the neutral API every adapter offers."""

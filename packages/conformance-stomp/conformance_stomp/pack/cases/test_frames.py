@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import uuid
 
-from conformance.case import Case, CaseContext, Obs
+from conformance.kit.case import Case, CaseContext, Obs
 from conformance.errors import ConnectionLost, NoReply
-from conformance.profile import Profile
-from conformance.verdict import Verdict, holds
+from conformance.catalogue.profiles import Profile
+from conformance.kit.verdicts import Verdict, holds
 from conformance_stomp.pack.cases.raw import RawStomp
 
 

@@ -1,0 +1,6 @@
+"""Qpid Broker-J: its profile (its container target is docker/qpid-broker-j)."""
+
+from pathlib import Path
+
+#: The profiles this product ships (entry-point group ``conformance.profiles``).
+PROFILES_DIR = str(Path(__file__).parent / "profiles")

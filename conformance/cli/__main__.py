@@ -1,0 +1,7 @@
+"""``python -m conformance.cli``: the same commands as the ``conformance`` script."""
+
+import sys
+
+from conformance.cli import main
+
+sys.exit(main())

@@ -1,0 +1,142 @@
+"""Verdicts: the judgement of one case's observations, kept apart from the scenario that made them.
+
+A verdict function is pure: observations (plain data) and a profile in, a :class:`Verdict` out. That
+is what lets unit tests feed it observations that violate the requirement and see it fail.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+from conformance.catalogue.profiles import Profile
+
+
+class Outcome(str, enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    DEVIATION = "deviation"  # documented vendor behaviour that differs from the spec
+    UNSUPPORTED = "unsupported"  # not put to the broker, for one of three reasons (conformance.unsupported)
+    UNDOCUMENTED = "undocumented"  # the spec leaves it to the broker and the profile has no entry
+    ERROR = "error"  # the suite or the infrastructure broke, not the broker
+    #: The target broke an assumption the case needs to judge its requirement (conformance.runner.preflight):
+    #: not the suite's breakage and not a judgement of the requirement. Rendered "blocked: <assumption>".
+    BLOCKED = "blocked"
+    INDETERMINATE = "indeterminate"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: Outcome
+    expected: str
+    observed: str
+    #: Short canonical form of what was observed, matched against a profile's documented deviation.
+    key: str | None = None
+    #: Spec verdict apart from the vendor verdict: "pass", "fail", or "n/a" when the spec leaves it open.
+    spec: str = "n/a"
+    reason: str = ""
+    citation: str = ""
+    #: For an UNSUPPORTED verdict, which of its three meanings (conformance.unsupported.KINDS).
+    unsupported_kind: str = ""
+
+    @property
+    def vendor(self) -> str:
+        if self.outcome in (Outcome.PASS, Outcome.DEVIATION):
+            return "pass"
+        if self.outcome is Outcome.FAIL:
+            return "fail"
+        return "n/a"
+
+    def render(self, requirement_id: str, level: str) -> str:
+        kind = f" ({self.unsupported_kind})" if self.unsupported_kind else ""
+        lines = [f"{requirement_id} [{level}] {self.outcome.value.upper()}{kind}", f"  Expected: {self.expected}", f"  Actual:   {self.observed}"]
+        if self.reason:
+            lines.append(f"  Reason:   {self.reason}")
+        if self.citation:
+            lines.append(f"  Source:   {self.citation}")
+        return "\n".join(lines)
+
+
+def holds(condition: bool, *, expected: str, observed: str, key: str | None = None, spec: bool = True) -> Verdict:
+    """Pass when ``condition`` holds, else fail; ``spec`` says whether the spec itself decides."""
+    outcome = Outcome.PASS if condition else Outcome.FAIL
+    return Verdict(
+        outcome=outcome,
+        expected=expected,
+        observed=observed,
+        key=key,
+        spec=("pass" if condition else "fail") if spec else "n/a",
+    )
+
+
+def same(expected: Any, observed: Any, *, what: str, spec: bool = True) -> Verdict:
+    """Equality check with both sides rendered; the observed value doubles as the deviation key."""
+    return holds(
+        expected == observed,
+        expected=f"{what} = {fmt(expected)}",
+        observed=f"{what} = {fmt(observed)}",
+        key=fmt(observed),
+        spec=spec,
+    )
+
+
+def first_failure(*verdicts: Verdict) -> Verdict:
+    """Combine checks of one case: the first failing one, else the first (all passed)."""
+    for v in verdicts:
+        if v.outcome is not Outcome.PASS:
+            return v
+    return replace(
+        verdicts[0],
+        expected="; ".join(v.expected for v in verdicts),
+        observed="; ".join(v.observed for v in verdicts),
+    )
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in value.items()) + "}"
+    if value is None:
+        return "none"
+    return str(value)
+
+
+def undocumented(entry: str, profile: Profile) -> Verdict:
+    return Verdict(
+        outcome=Outcome.UNDOCUMENTED,
+        expected=f"the behaviour profile {profile.id} documents under {entry!r}",
+        observed="not judged",
+        reason=f"profile {profile.id} documents no {entry!r}; the spec leaves it to the broker",
+    )
+
+
+def spec_scope(v: Verdict, level: str | None) -> Verdict:
+    """A spec verdict exists only where a spec rule is cited: an EXTENSION requirement's verdict
+    carries none (spec "n/a"), whatever the check that made it defaulted to."""
+    if level == "EXTENSION" and v.spec != "n/a":
+        return replace(v, spec="n/a")
+    return v
+
+
+def apply_profile(v: Verdict, requirement_id: str, queue_type: str | None, profile: Profile) -> Verdict:
+    """Turn a failure whose observed behaviour the profile documents into a deviation; strip the spec
+    verdict of an EXTENSION requirement (:func:`spec_scope`)."""
+    from conformance.catalogue.requirements import catalogue
+
+    req = catalogue().get(requirement_id)
+    protocol = profile.protocols[0] if len(profile.protocols) == 1 else None
+    v = spec_scope(v, req.level_for(protocol) if req else None)
+    if v.outcome is not Outcome.FAIL:
+        return v
+    doc = profile.deviation(requirement_id, queue_type, v.key)
+    if doc is None:
+        return v
+    return replace(v, outcome=Outcome.DEVIATION, reason=doc.reason, citation=doc.source)
+
+
+def ids(deliveries: Sequence[dict[str, Any]]) -> list[str]:
+    return [d["id"] for d in deliveries]

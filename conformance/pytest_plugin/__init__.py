@@ -1,0 +1,62 @@
+"""pytest integration: target and profile options, the case runner fixture, result records, Allure.
+
+Load with ``-p conformance.pytest_plugin`` (``conformance run`` does). The controller process
+launches the target (if a launcher was named) and hands its URL to xdist workers; every process
+probes the server once to learn product and version and pick the profile.
+
+Issue 19 §6: each role has a module of its own, and this module is only where pytest finds them.
+pytest registers the hooks and fixtures it finds in a plugin module's namespace, imported ones
+included, so importing them here keeps the one plugin (``-p conformance.pytest_plugin``) and every
+hook's ordering (tryfirst, trylast, hookwrapper) exactly as they were:
+
+- conformance.pytest_plugin.options: the command-line options and their checks;
+- conformance.runner.state: the state of the run every case shares;
+- conformance.runner.lifecycle: target, profile, preflight, run.json, the xdist hand-off, the end;
+- conformance.pytest_plugin.fixtures: a case's parameters and the ``conformance_case`` fixture;
+- conformance.runner.case_runner: scenario, verdict, profile and the broker lock of one case;
+- conformance.runner.records: the result record and the scrubbed report of one case;
+- conformance.pytest_plugin.selection: which cases run, in which order, under which deadline.
+"""
+
+from __future__ import annotations
+
+from conformance.pytest_plugin.fixtures import ATTEMPT_ID, conformance_attempt, conformance_case, pytest_generate_tests, queue_type, variant
+from conformance.runner.records import case_id, pytest_runtest_makereport
+from conformance.runner.case_runner import STASH_RESULT
+from conformance.runner.lifecycle import (
+    pytest_configure,
+    pytest_configure_node,
+    pytest_internalerror,
+    pytest_keyboard_interrupt,
+    pytest_sessionfinish,
+    pytest_sessionstart,
+    pytest_unconfigure,
+)
+from conformance.pytest_plugin.options import pytest_addoption
+from conformance.runner.state import STATE_KEY, RunState
+from conformance.pytest_plugin.selection import pytest_collection_modifyitems, pytest_timeout_set_timer
+
+#: Everything pytest must find here (hooks and fixtures), and the names other code may import.
+__all__ = [
+    "ATTEMPT_ID",
+    "STASH_RESULT",
+    "STATE_KEY",
+    "RunState",
+    "case_id",
+    "conformance_attempt",
+    "conformance_case",
+    "pytest_addoption",
+    "pytest_collection_modifyitems",
+    "pytest_configure",
+    "pytest_configure_node",
+    "pytest_generate_tests",
+    "pytest_internalerror",
+    "pytest_keyboard_interrupt",
+    "pytest_runtest_makereport",
+    "pytest_sessionfinish",
+    "pytest_sessionstart",
+    "pytest_timeout_set_timer",
+    "pytest_unconfigure",
+    "queue_type",
+    "variant",
+]

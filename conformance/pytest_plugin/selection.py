@@ -1,0 +1,58 @@
+"""Which cases run, in which order, and the deadline each runs under."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conformance.kit.case import Case
+from conformance.catalogue.requirements import requirement
+from conformance.runner import deadline
+from conformance.runner import shared_faults  # issue 20: one broker fault shared by the disruptive cases
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    """A case's deadline re-fires until caught (conformance.runner.deadline); other items keep pytest-timeout's."""
+    if settings.method == "signal" and isinstance(getattr(item, "instance", None), Case):
+        return deadline.set_timer(item, settings.timeout) or None
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # issue 20: before xdist reads the xdist_group marks it sets (loadgroup)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every case its deadline; keep only the cases asked for.
+
+    The deadline covers the case's scenario and verdict only (``func_only``): a deadline that fired
+    inside pytest's own reporting would end the whole run with an internal error.
+    """
+    deadline = config.getoption("--case-timeout")
+    for item in items:
+        if isinstance(getattr(item, "instance", None), Case) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(deadline, func_only=True))
+    wanted_reqs = set(config.getoption("--requirement") or [])
+    wanted_areas = set(config.getoption("--area") or [])
+    excluded_areas = set(config.getoption("--exclude-area") or [])
+    levels = {lv.upper() for lv in config.getoption("--level") or []}
+    queue_types = set(config.getoption("--queue-type") or [])
+    disruptive = config.getoption("--disruptive")
+    keep, drop = [], []
+    for item in items:
+        cls = getattr(item, "cls", None)
+        rid = getattr(cls, "requirement", None)
+        req = requirement(rid) if rid else None
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        disrupts = bool(getattr(cls, "disrupts_broker", False))
+        wanted = (
+            (disruptive == "include" or disrupts == (disruptive == "only"))
+            and ((not wanted_reqs and not wanted_areas) or rid in wanted_reqs or (req is not None and req.area in wanted_areas))
+            and (req is None or req.area not in excluded_areas)
+            and (not levels or (req is not None and req.level in levels))
+            and (not queue_types or params.get("queue_type") in queue_types)
+        )
+        (keep if wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep
+    shared_faults.order(items)  # issue 20: the cases of one broker fault together, last

@@ -1,0 +1,308 @@
+"""The case runner: scenario, verdict and profile, the broker lock, the result it stashes for the record."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import time
+from typing import Any, Iterator, NoReturn
+
+import pytest
+
+from conformance.runner import allure
+from conformance.kit.case import Case, CaseContext
+from conformance.catalogue.capabilities import applicability
+from conformance.catalogue.requirements import Requirement, requirement
+from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, DeliveriesMissing, ProtocolViolation, TargetError, Unsupported
+from conformance.kit.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
+from conformance.kit.history import History
+from conformance.runner import deadline
+from conformance.runner import liveness
+from conformance.runner import preflight
+from conformance.runner import shared_faults  # one broker fault shared by the disruptive cases
+from conformance.runner import hangs
+from conformance.nemesis.mutations import alters
+from conformance.targets import probe_tcp, redact
+from conformance.unsupported import CANNOT_EXPRESS
+from conformance.kit.verdicts import Outcome, Verdict, apply_profile
+from conformance.runner.state import RunState
+
+#: The case's result, stashed on its item by the runner; conformance.runner.records writes it.
+STASH_RESULT = pytest.StashKey[dict[str, Any]]()
+
+
+def _decide(item: pytest.Item, result: dict[str, Any]) -> None:
+    item.stash[STASH_RESULT] = result
+
+
+def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | None, variant: str | None) -> None:
+    """Scenario, verdict, record. Its frames are the suite's, not the broker's: hidden from tracebacks.
+
+    A case that was running when another case hung the broker runs once more on the restarted one
+    (conformance.runner.hangs), under a deadline of its own; its record says so. Once only: a rerun that
+    another restart cuts short again is an ``error`` naming both restarts."""
+    __tracebackhide__ = True
+    try:
+        _attempt(item, state, case, queue_type, variant, None)
+    except hangs.Rerun as again:
+        state.dead_cause = None  # what this process saw before the restart; the shared record says if it failed
+        deadline.rearm(item)
+        try:
+            _attempt(item, state, case, queue_type, variant, str(again))
+        finally:
+            if STASH_RESULT in item.stash:
+                item.stash[STASH_RESULT]["rerun"] = str(again)
+    finally:
+        hangs.end(state.health_path, item.nodeid)
+        hangs.ran(item.nodeid)
+
+
+def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | None, variant: str | None, rerun: str | None) -> None:
+    __tracebackhide__ = True
+    req = requirement(case.requirement)
+    base = {"requirement": req.id, "level": req.level_for(state.adapter.protocol), "area": req.area, "queue_type": queue_type, "variant": variant}
+    target_label = f"{state.server['product']} {state.server['version']} {state.adapter.protocol}"
+    allure.labels(req, queue_type, variant, target_label, state.adapter.protocol, state.profile.id)
+    started = time.monotonic()
+    waited = [0.0]  # time spent waiting for the broker lock or a restart: the case's record keeps it apart
+
+    def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "") -> None:
+        allure.verdict_label(v.outcome.value)
+        if v.outcome not in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED):
+            allure.attach(v.render(req.id, req.level_for(state.adapter.protocol)), history, trace)
+        keep = history is not None and (state.keep_history or v.outcome not in (Outcome.PASS,))
+        _decide(
+            item,
+            {
+                **base,
+                "verdict": v.outcome.value,
+                "spec_verdict": v.spec,
+                "vendor_verdict": v.vendor,
+                "expected": v.expected,
+                "observed": v.observed,
+                "reason": v.reason,
+                "citation": v.citation,
+                "unsupported_kind": v.unsupported_kind or None,
+                "duration_s": round(time.monotonic() - started - waited[0], 4),
+                "lock_wait_s": round(waited[0], 4),
+                "observations": obs,
+                "history": history.as_records() if keep and history else None,
+                "wire_trace": trace.splitlines() if keep and trace else None,
+                "rendered": v.render(req.id, req.level_for(state.adapter.protocol)),
+                "history_text": history.render() if history else "",
+                "trace_text": trace,
+            },
+        )
+
+    health = hangs.begin(state.health_path, item.nodeid)  # waits while another worker restarts the target
+    waited[0] = time.monotonic() - started
+
+    def restarted(again: str) -> NoReturn:
+        """The broker was restarted while this attempt ran: the first attempt runs again, a rerun is
+        an error (its observations span a restart too, and a case runs at most twice)."""
+        ctx.close(True)
+        if rerun is None:
+            raise hangs.Rerun(again)
+        state.dead_cause = None  # the restart answered what this process saw
+        detail = f"not judged: {rerun}; and again during its rerun: {again}"
+        finish(Verdict(Outcome.ERROR, req.text, detail, reason="the broker was restarted during both attempts"), history,
+               trace=ctx.wire_trace())
+        pytest.fail(f"error: {detail}", pytrace=False)
+
+    dead = state.dead_cause or health.dead
+    if dead:
+        # a silent target's cause names itself ("target stopped answering ..."); a gone one is "down"
+        said = dead if dead.startswith("target ") else f"target is down: {dead}"
+        finish(Verdict(Outcome.ERROR, "a reachable target", said))
+        item.stash[STASH_RESULT]["brief"] = True  # one line per remaining case: the cause was shown once
+        pytest.fail(f"error: target is down since an earlier case: {dead}", pytrace=False)
+    why = _not_applicable(req, state, queue_type)
+    if why:
+        finish(why)
+        pytest.skip(f"{why.outcome.value} ({why.unsupported_kind}): {why.reason}")
+    blocked = preflight.blocking(state.preflight, req)  # at once, never at the deadline
+    if blocked is not None:
+        finish(blocked)
+        raise TargetError(blocked.observed)
+    liveness.clear_interrupted()
+    history = History()
+    if rerun:
+        history.add("suite", "rerun", rerun)
+    ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=queue_type,
+                      variant=variant, history=history, target=state.target)
+    ctx.node_urls = state.node_urls
+    interrupted = True
+    began_at = float("inf")
+    # The broker lock is held until the case knows whether the broker stopped answering, and through
+    # the restart if so: a case waiting for it never starts against a frozen broker, and no case that
+    # restarts or kills the broker runs beside the restart.
+    lock = contextlib.ExitStack()
+    try:
+        # a rerun runs alone: if it stops the broker again, no other case was under way to share the blame
+        alone = case.disrupts_broker or rerun is not None
+        lock.enter_context(_broker_lock(state, exclusive=alone, history=history, waited=waited))
+        began_at = time.time()  # a restart that was over by now (it holds this lock) is not this scenario's
+        obs = shared_faults.scenario(item, case, ctx, lambda other: _context_for(other, state))
+        deadline.overrun(item, started)  # a lost alarm never lets a case pass past its deadline
+        lock.close()
+        interrupted = False
+    except Unsupported as exc:
+        ctx.close(True)
+        who = f"adapter {state.adapter.name}" if exc.by == "adapter" else f"target {state.target.name if state.target else redact(state.url)}"
+        v = unsupported_verdict(exc, req.text, who, state.profile.unsupported_reason(req.id, queue_type))
+        finish(v, history, trace=ctx.wire_trace())
+        pytest.skip(f"unsupported ({v.unsupported_kind}): {v.reason}")
+    except ProtocolViolation as exc:
+        ctx.close(True)
+        v = apply_profile(violation_verdict(exc), req.id, queue_type, state.profile)
+        finish(v, history, trace=ctx.wire_trace())
+        if v.outcome is Outcome.FAIL:
+            pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+        pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+    except BaseException as exc:
+        # The broker refused what the case did: the refusal its profile documents, or 540 for what
+        # the specification requires, is a verdict; any other refusal is the case's error below.
+        refused = refusal_verdict(exc, req, state.adapter.protocol, state.profile.unsupported_reason(req.id, queue_type)) \
+            if isinstance(exc, ChannelClosed) else None
+        if refused is not None:
+            ctx.close(True)
+            v = apply_profile(refused, req.id, queue_type, state.profile)
+            finish(v, history, trace=ctx.wire_trace())
+            if v.outcome is Outcome.UNSUPPORTED:
+                pytest.skip(f"unsupported ({v.unsupported_kind}): {v.observed}")
+            if v.outcome is Outcome.FAIL:
+                pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+            pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+        if type(exc).__name__ == "Failed":
+            deadline.disarm()  # the deadline is caught: the record below is written undisturbed
+        generation = hangs.generation_at(state.health_path, health.generation, began_at)
+        again = None if isinstance(exc, (KeyboardInterrupt, SystemExit)) else hangs.moved(state.health_path, generation)
+        if again:  # another case hung the broker while this one ran: not this case's finding
+            restarted(again)
+        cause = None
+        if isinstance(exc, (ConnectionLost, OSError, ConformanceError)):
+            cause = probe_tcp(state.url) if state.target is None else (state.target.check_alive())
+            if cause:
+                state.dead_cause = cause
+        # a protocol-level health probe after a timeout; a missing delivery is a verdict
+        judged = liveness.Judgement(None, None) if cause else liveness.after_scenario_exception(
+            exc, adapter=state.adapter, url=state.url, case_id=item.nodeid, requirement_text=req.text)
+        if judged.dead_cause:
+            state.dead_cause = cause = judged.dead_cause
+        ctx.skip_cleanup = bool(cause)  # a target that stopped answering would stall the cleanup too
+        if cause:
+            did = hangs.what_it_did(history)  # before the restart adds its own events
+            try:
+                # this case still holds the broker lock: the restart needs no other
+                hung = hangs.after_hang(state.health_path, target=state.target, case_id=item.nodeid, cause=cause,
+                                        started_generation=generation, restartable=not alters(state.mutation),
+                                        history=history, alone=alone)
+            except hangs.Rerun as moved:  # another case found the silence first and restarted the broker
+                restarted(str(moved))
+            finally:
+                lock.close()
+            state.dead_cause = hung.dead
+            others = hung.others
+            if hung.culprit and hung.dead is None and others:
+                # Several cases were under way: a silent broker cannot say which of them stopped it.
+                # Each runs again, alone, on the restarted broker; one that stops it again is the finding.
+                restarted(f"the broker stopped answering while {len(others) + 1} cases were under way "
+                          f"({', '.join((item.nodeid, *others))}) and was restarted; each runs again alone")
+            if hung.culprit:  # the finding of this case; the target restarted, or the run's judging ends
+                v = hangs.finding(hangs.operation(history, exc), did, cause, others)
+                ctx.close(True)
+                finish(v, history, None, ctx.wire_trace())
+                pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+            cause = hung.dead
+        if judged.verdict is not None and judged.verdict.outcome is not Outcome.ERROR:
+            ctx.close(True)
+            v = apply_profile(judged.verdict, req.id, queue_type, state.profile)
+            finish(v, history, {"missing": liveness.missing_obs(exc)} if isinstance(exc, DeliveriesMissing) else None, ctx.wire_trace())
+            if v.outcome is Outcome.FAIL:
+                pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+            pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+        detail = f"{type(exc).__name__}: {exc}" + (f" (target down: {cause})" if cause else "")
+        if type(exc).__name__ == "Failed":  # the case deadline (pytest-timeout): name the operation
+            detail = liveness.deadline_text(item.config.getoption("--case-timeout")) or detail
+        if judged.verdict is not None:
+            detail = judged.verdict.observed
+        ctx.close(True)
+        finish(Verdict(Outcome.ERROR, req.text, detail, reason="scenario did not complete"), history, trace=ctx.wire_trace())
+        if type(exc).__name__ == "Failed":
+            # the deadline's alarm can interrupt a frame that has no line number, and pytest then
+            # fails to format the traceback (INTERNALERROR): the deadline speaks in one line instead
+            pytest.fail(f"error: {detail}", pytrace=False)
+        raise
+    finally:
+        lock.close()
+        ctx.close(interrupted)
+    again = hangs.moved(state.health_path, health.generation, began_at)
+    if again:  # its observations span another case's restart of the broker
+        restarted(again)
+    v = observed_refusal(obs, req.text, state.profile.unsupported_reason(req.id, queue_type))  # caught by the case itself
+    v = v or apply_profile(case.verdict(obs, state.profile, queue_type), req.id, queue_type, state.profile)
+    finish(v, history, obs, ctx.wire_trace())
+    if v.outcome is Outcome.UNDOCUMENTED:
+        pytest.skip(f"undocumented: {v.reason}")
+    if v.outcome is Outcome.UNSUPPORTED:  # the verdict found the broker untested (e.g. a client-side refusal)
+        pytest.skip(f"unsupported ({v.unsupported_kind}): {v.reason}")
+    if v.outcome is Outcome.FAIL:
+        # the verdict is the whole story: no traceback of the runner's frames before it
+        pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+    if v.outcome is Outcome.DEVIATION:
+        pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+
+
+def _context_for(item: pytest.Item, state: RunState) -> CaseContext | None:
+    """A fresh context for another case of the run, or None if that case will not run its scenario."""
+    req = requirement(item.cls.requirement)  # type: ignore[union-attr]
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    qt = params.get("queue_type")
+    if state.dead_cause or _not_applicable(req, state, qt) or preflight.blocking(state.preflight, req) is not None:
+        return None
+    ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=qt,
+                      variant=params.get("variant"), history=History(), target=state.target)
+    ctx.node_urls = state.node_urls
+    return ctx
+
+
+#: A shared-lock wait this long is shown in the case's history (a disruptive case held the broker).
+LOCK_WAIT_SHOWN_S = 0.05
+
+
+@contextlib.contextmanager
+def _broker_lock(state: RunState, *, exclusive: bool, history: History, waited: list[float]) -> Iterator[None]:
+    """Cases share the broker (shared lock); a case that restarts or kills it holds it alone.
+
+    A file lock, so it spans xdist workers; the case deadline bounds the wait for it. The wait is
+    the suite's scheduling, not the broker's answer: it goes to ``waited``, apart from the case's time."""
+    if state.target is None or not state.target.can_restart:
+        yield
+        return
+    with open(state.lock_path, "a+") as fh:
+        started = time.monotonic()
+        fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        took = time.monotonic() - started
+        waited[0] += took
+        if exclusive:
+            history.add("suite", "lock", f"broker held exclusively after {took * 1000:.0f}ms")
+        elif took >= LOCK_WAIT_SHOWN_S:
+            history.add("suite", "lock", f"broker shared after {took * 1000:.0f}ms (a case that restarts or kills it held it)")
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _not_applicable(req: Requirement, state: RunState, queue_type: str | None) -> Verdict | None:
+    # applicability by capability (conformance.catalogue.capabilities): one the adapter's protocol or the
+    # broker's dialect has no way to express
+    why = applicability(req, state.adapter, state.profile)
+    if why:
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=why, unsupported_kind=CANNOT_EXPRESS)
+    if queue_type is not None and queue_type not in state.profile.queue_types:
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"profile {state.profile.id} has no queue type {queue_type!r}",
+                       unsupported_kind=CANNOT_EXPRESS)
+    # an entry of kind refused runs the case: only the refusal seen on the wire makes it unsupported
+    return profile_skip(state.profile.unsupported_reason(req.id, queue_type), req.text)
+

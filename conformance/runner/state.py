@@ -1,0 +1,83 @@
+"""The state of one conformance run: the target, adapter and profile every case of it shares."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import conformance
+from conformance.runner import preflight  # issue 16: the preflight checks' records (RunState.preflight)
+from conformance.api import Adapter
+from conformance.catalogue.requirements import catalogue_digest
+from conformance.nemesis.mutations import alters
+from conformance.catalogue.profiles import Profile, profile_digest
+from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
+from conformance.runner.results import ResultsWriter
+from conformance.secrets import SecretUrl
+from conformance.targets import Target, redact
+
+
+@dataclass
+class RunState:
+    target: Target | None
+    #: A :class:`SecretUrl`: its repr never shows the password (tracebacks print this dataclass).
+    url: SecretUrl
+    adapter: Adapter
+    profile: Profile
+    server: dict[str, Any]
+    run_id: str
+    writer: ResultsWriter | None
+    keep_history: bool
+    dead_cause: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    #: The proxy applying ``--mutation`` (controller only) and whether the target is someone else's.
+    mutation_proxy: IsolatedFaultProxy | None = None
+    attached: bool = False
+    #: A run through a mutation is a self-test of the suite, never a result about the broker.
+    mutation: str | None = None
+    #: Why the run ended early (an internal error, an interrupt); None while it goes on or finished.
+    abort_cause: str | None = None
+    #: The suite's assumptions checked before the catalogue (conformance.runner.preflight).
+    preflight: list[preflight.Check] = field(default_factory=list)
+    #: Issue 21: every node's URL on a cluster target (through a mutation proxy each when mutating).
+    node_urls: dict[str, str] | None = None
+    node_proxies: list[IsolatedFaultProxy] = field(default_factory=list)
+
+    @property
+    def lock_path(self) -> str:
+        return os.path.join(tempfile.gettempdir(), f"conformance-{self.run_id}.lock")
+
+    @property
+    def health_path(self) -> str:
+        """The record every process of the run shares of its target's hangs and restarts (conformance.runner.hangs)."""
+        return os.path.join(tempfile.gettempdir(), f"conformance-{self.run_id}.health")
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "target": redact(self.url) if self.target is None else self.target.name,
+            "target_url": redact(self.url),
+            "product": self.server["product"],
+            "version": self.server["version"],
+            "protocol": self.adapter.protocol,
+            "adapter": self.adapter.name,
+            "adapter_library": self.adapter.library_version(),
+            "profile": self.profile.id,
+            "profile_digest": profile_digest(self.profile),
+            "catalogue_digest": catalogue_digest(),
+            "suite_version": conformance.__version__,
+            # a probing or plain relay changes nothing: only a real mutation marks the records
+            **({"mutation": self.mutation} if alters(self.mutation) else {}),
+        }
+
+
+STATE_KEY = pytest.StashKey[RunState]()
+
+
+def state_of(config: pytest.Config) -> RunState | None:
+    return config.stash.get(STATE_KEY, None)
+
