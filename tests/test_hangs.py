@@ -337,7 +337,7 @@ def _runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenarios: list[Any
     from conformance.runner import case_runner
 
     for name in ("labels", "verdict_label", "attach"):
-        monkeypatch.setattr(case_runner.allure_results, name, lambda *a, **k: None)
+        monkeypatch.setattr(case_runner.allure, name, lambda *a, **k: None)
     monkeypatch.setattr(case_runner, "_not_applicable", lambda *a: None)
     monkeypatch.setattr(case_runner, "apply_profile", lambda v, *a: v)
     monkeypatch.setattr(case_runner, "observed_refusal", lambda *a: None)

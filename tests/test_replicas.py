@@ -66,7 +66,7 @@ class Faults(BrokerFaults):
 
 @pytest.fixture(autouse=True)
 def short_gap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(context_faults, "CONFIRM_GAP_S", 0.05)
+    monkeypatch.setattr(faults, "CONFIRM_GAP_S", 0.05)
 
 
 def wait(target: Scripted, window: float = 1.0) -> Faults:
