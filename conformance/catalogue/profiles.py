@@ -8,13 +8,31 @@ A profile never makes a failure pass silently. It can
 - document a deviation: a failure whose observed behaviour matches the documented one is reported
   as a deviation, with the citation, instead of a plain failure.
 
-Profiles are YAML files in conformance/profiles/ (or any path given with ``--profile``), chosen from
-the product and version the server announces at connect time unless the user names one.
+Profiles are YAML files shipped by plugins (entry-point group ``conformance.profiles``: the folders
+adapters/<product>/profiles/ and a plugin package's own), or any path given with ``--profile``, chosen
+from the product and version the server announces at connect time unless the user names one.
+
+A profile may say ``extends: <profile id>`` (any bundled profile, in any folder) and hold only what
+differs from its parent; :func:`resolve` turns it into a whole profile before it is parsed:
+- ``id``, ``title`` and ``checked`` are the profile's own, never inherited; ``match`` is merged key by
+  key, and a child names its own ``match.versions`` (else parent and child claim the same servers);
+- ``queue_types`` by name: a child's queue type replaces the parent's;
+- ``entries`` by key, then by row (the default row ``value``/``source``/``reason`` as one, each
+  ``by_queue_type`` row by queue type): a child's row replaces the parent's whole, with its own
+  citation and reason, and the parent's other rows stay;
+- ``deviations`` (by requirement, queue types and observed), ``unsupported`` (by requirement and queue
+  types) and ``lacks`` (by capability): an item with the identity of an inherited one replaces it in
+  place, any other is added after the inherited ones;
+- removal is explicit, of an inherited member only: ``null`` for an entry, an entry's
+  ``by_queue_type`` row or a queue type (as in JSON merge patch, RFC 7386); ``remove: true`` on a list
+  item that names the identity of the inherited one.
+A parent may itself extend another; a cycle or an unknown parent is refused.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -30,9 +48,9 @@ from conformance.catalogue.profile_keys import entry_problem
 from conformance.unsupported import CANNOT_EXPRESS, REFUSED
 
 #: The top-level keys a profile file may have.
-PROFILE_FIELDS = ("id", "title", "checked", "match", "queue_types", "entries", "deviations", "unsupported", "lacks")
+PROFILE_FIELDS = ("id", "title", "checked", "extends", "match", "queue_types", "entries", "deviations", "unsupported", "lacks")
 #: Entry-point group of plugins shipping profiles: each entry point names a package directory of
-#: profile YAML files (issue 19: a STOMP package brings the profiles of its brokers).
+#: profile YAML files (a STOMP package brings the profiles of its brokers).
 PROFILE_GROUP = "conformance.profiles"
 
 
@@ -194,6 +212,7 @@ def _documented(items: Any, where: str, with_observed: bool, unsupported: bool =
         w = f"{where}[{i}]"
         if not isinstance(raw, dict):
             raise UsageError(f"{w}: expected a mapping")
+        _no_removal(raw, w)
         qts = raw.get("queue_types")
         if qts is not None and not (isinstance(qts, list) and all(isinstance(q, str) for q in qts)):
             raise UsageError(f"{w}.queue_types: expected a list of queue type names")
@@ -211,12 +230,21 @@ def _documented(items: Any, where: str, with_observed: bool, unsupported: bool =
     return out
 
 
+def _no_removal(raw: dict[str, Any], w: str) -> None:
+    if "remove" in raw:
+        raise UsageError(f"{w}: 'remove' takes an inherited item away, so it belongs only in a profile that extends another "
+                         "and names an item its parent has")
+
+
 def parse_profile(data: Any, origin: str) -> Profile:
+    """A whole profile (see :func:`resolve` for one that extends another)."""
     if not isinstance(data, dict):
         raise UsageError(f"{origin}: a profile must be a mapping")
     unknown = [k for k in data if k not in PROFILE_FIELDS]
     if unknown:
         raise UsageError(f"{origin}: unknown field(s) {', '.join(map(str, unknown))}; allowed: {', '.join(PROFILE_FIELDS)}")
+    if "extends" in data:
+        raise UsageError(f"{origin}: extends {data['extends']!r} is not resolved; load the file (load_profile_file) or resolve() it first")
     match = _need(data, "match", origin)
     if not isinstance(match, dict):
         raise UsageError(f"{origin}: 'match' must be a mapping")
@@ -305,6 +333,7 @@ def _lacks(items: Any, where: str) -> dict[str, Documented]:
         w = f"{where}[{i}]"
         if not isinstance(raw, dict):
             raise UsageError(f"{w}: expected a mapping")
+        _no_removal(raw, w)
         name = str(_need(raw, "capability", w))
         check_names([name], w)
         if "refus" in str(raw.get("reason", "")).lower():
@@ -314,12 +343,148 @@ def _lacks(items: Any, where: str) -> dict[str, Documented]:
     return out
 
 
-def load_profile_file(path: Path) -> Profile:
+#: Profile data as read from its file, by profile id: (file, data).
+Lookup = Callable[[str], "tuple[str, dict[str, Any]] | None"]
+
+
+def resolve(data: Any, origin: str, lookup: Lookup | None = None) -> Any:
+    """The whole profile a file describes: its own data merged over its parent's (``extends``), the
+    parent resolved first; the merge rules are in the module's docstring. ``lookup`` finds a parent by
+    id (default: the bundled profiles)."""
+    return _resolve(data, origin, lookup or _bundled_data, ())
+
+
+def _resolve(data: Any, origin: str, lookup: Lookup, chain: tuple[str, ...]) -> Any:
+    if not isinstance(data, dict) or "extends" not in data:
+        return data
+    parent_id = data["extends"]
+    if not isinstance(parent_id, str) or not parent_id:
+        raise UsageError(f"{origin}: extends: expected the id of a profile")
+    chain = (*chain, str(data.get("id", origin)))
+    if parent_id in chain:
+        raise UsageError(f"{origin}: extends cycle: {' -> '.join((*chain, parent_id))}")
+    found = lookup(parent_id)
+    if found is None:
+        raise UsageError(f"{origin}: extends: unknown profile {parent_id!r}; bundled: {', '.join(sorted(_bundled_raw()))}")
+    parent_origin, parent = found
+    parent = _resolve(parent, parent_origin, lookup, chain)
+    if not isinstance(parent, dict):
+        raise UsageError(f"{origin}: extends {parent_id!r}: {parent_origin} is not a profile mapping")
+    return _merge(parent, data, origin)
+
+
+#: What identifies an item of a list section, for a child to replace or remove it.
+_IDENTITY = {
+    "deviations": ("requirement", "queue_types", "observed"),
+    "unsupported": ("requirement", "queue_types"),
+    "lacks": ("capability",),
+}
+
+
+def _merge(parent: dict[str, Any], child: dict[str, Any], origin: str) -> dict[str, Any]:
+    out: dict[str, Any] = {k: child[k] for k in ("id", "title", "checked") if k in child}
+    for key in child:
+        if key not in PROFILE_FIELDS:
+            out[key] = child[key]  # refused by parse_profile, named in its message
+    match = child.get("match")
+    if match is not None and not isinstance(match, dict):
+        raise UsageError(f"{origin}: 'match' must be a mapping")
+    if not match or "versions" not in match:
+        raise UsageError(f"{origin}: a profile that extends another names its own match.versions "
+                         "(else both claim the same servers)")
+    out["match"] = {**(parent.get("match") or {}), **match}
+    out["queue_types"] = _merge_mapping(parent.get("queue_types"), child.get("queue_types"), f"{origin}: queue_types", replace_whole=True)
+    out["entries"] = _merge_mapping(parent.get("entries"), child.get("entries"), f"{origin}: entries", replace_whole=False)
+    for key, identity in _IDENTITY.items():
+        out[key] = _merge_list(parent.get(key), child.get(key), f"{origin}: {key}", identity)
+    return out
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UsageError(f"{where}: expected a mapping, not {type(value).__name__}")
+    return value
+
+
+def _merge_mapping(parent: Any, child: Any, where: str, replace_whole: bool) -> dict[str, Any]:
+    """Members by name; ``null`` removes an inherited one. Entries merge row by row."""
+    out = dict(_mapping(parent, where))
+    for name, value in _mapping(child, where).items():
+        if value is None:
+            if name not in out:
+                raise UsageError(f"{where}.{name}: null removes an inherited member, and the parent has no {name!r}")
+            del out[name]
+        elif replace_whole or name not in out or not isinstance(value, dict) or not isinstance(out[name], dict):
+            out[name] = value
+        else:
+            out[name] = _merge_entry(out[name], value, f"{where}.{name}")
+    return out
+
+
+_ROW = ("value", "source", "reason")
+
+
+def _merge_entry(parent: dict[str, Any], child: dict[str, Any], where: str) -> dict[str, Any]:
+    """An entry's default row is replaced whole (value with its source and reason); its
+    ``by_queue_type`` rows one by one, ``null`` removing an inherited row."""
+    if "value" not in child and any(k in child for k in ("source", "reason")):
+        raise UsageError(f"{where}: a row is replaced whole: give its value with its source (and reason)")
+    row = child if "value" in child else parent
+    out = {k: row[k] for k in _ROW if k in row}
+    out.update({k: v for k, v in parent.items() if k not in (*_ROW, "by_queue_type")})
+    out.update({k: v for k, v in child.items() if k not in (*_ROW, "by_queue_type")})
+    rows = _merge_mapping(parent.get("by_queue_type"), child.get("by_queue_type"), f"{where}.by_queue_type", replace_whole=True)
+    if rows:
+        out["by_queue_type"] = rows
+    return out
+
+
+def _merge_list(parent: Any, child: Any, where: str, identity: tuple[str, ...]) -> list[Any]:
+    """Items by identity: a child's item replaces the inherited one in place, ``remove: true`` takes it
+    away, any other is added after the inherited ones."""
+    for name, items in (("parent", parent), ("child", child)):
+        if items is not None and not isinstance(items, list):
+            raise UsageError(f"{where}: expected a list ({name}), not {type(items).__name__}")
+
+    def ident(item: Any) -> Any:
+        if not isinstance(item, dict):
+            return None
+        return tuple(tuple(v) if isinstance(v, list) else v for v in (item.get(k) for k in identity))
+
+    out = list(parent or [])
+    for i, item in enumerate(child or []):
+        key = ident(item)
+        at = next((j for j, old in enumerate(out) if key is not None and ident(old) == key), None)
+        if isinstance(item, dict) and "remove" in item:
+            named = ", ".join(f"{k} {item.get(k)!r}" for k in identity if item.get(k) is not None)
+            if item["remove"] is not True or set(item) - {"remove", *identity}:
+                raise UsageError(f"{where}[{i}]: a removal is 'remove: true' with the identity of the inherited item "
+                                 f"({', '.join(identity)}) and nothing else")
+            if at is None:
+                raise UsageError(f"{where}[{i}]: remove: the parent has no item with {named}")
+            del out[at]
+        elif at is None:
+            out.append(item)
+        else:
+            out[at] = item
+    return out
+
+
+def _read(path: Path) -> Any:
     try:
-        data = yamlio.safe_load(path.read_text())
+        return yamlio.safe_load(path.read_text())
     except (OSError, yaml.YAMLError, ValueError) as exc:
         raise UsageError(f"{path}: cannot read profile: {' '.join(str(exc).split())}") from None
-    profile = parse_profile(data, str(path))
+
+
+def load_profile_file(path: Path) -> Profile:
+    return _load(_read(path), str(path))
+
+
+def _load(data: Any, origin: str) -> Profile:
+    profile = parse_profile(resolve(data, origin), origin)
     from conformance.kit.reference import profile_problems  # the references live in the catalogue, which imports no profile
 
     problems = profile_problems(profile)
@@ -331,7 +496,24 @@ def load_profile_file(path: Path) -> Profile:
 @cache
 def bundled_profiles() -> tuple[Profile, ...]:
     """Every profile installed: the built-in broker products ship theirs the way a plugin does."""
-    return tuple(load_profile_file(p) for p in sorted(_plugin_profile_files(), key=lambda p: p.name))
+    return tuple(_load(data, origin) for origin, data in sorted(_bundled_raw().values(), key=lambda od: Path(od[0]).name))
+
+
+@cache
+def _bundled_raw() -> dict[str, tuple[str, Any]]:
+    """The bundled profile files as read, by id (a parent named by ``extends`` is found here)."""
+    out: dict[str, tuple[str, Any]] = {}
+    for path in _plugin_profile_files():
+        data = _read(path)
+        pid = str(data.get("id", path)) if isinstance(data, dict) else str(path)
+        if pid in out:
+            raise UsageError(f"profile id {pid!r} is in both {out[pid][0]} and {path}")
+        out[pid] = (str(path), data)
+    return out
+
+
+def _bundled_data(profile_id: str) -> tuple[str, dict[str, Any]] | None:
+    return _bundled_raw().get(profile_id)
 
 
 def _plugin_profile_files() -> list[Path]:
@@ -360,13 +542,30 @@ def check_profile_option(override: str | None) -> None:
 
 
 def profile_digest(profile: Profile) -> str:
-    """sha256 of the profile file the run judged by (two runs with other profiles are not comparable)."""
-    import hashlib
+    """sha256 of the resolved profile the run judged by (two runs with other profiles are not comparable).
 
-    try:
-        return hashlib.sha256(Path(profile.path).read_bytes()).hexdigest()
-    except OSError:
-        return hashlib.sha256(repr(profile).encode()).hexdigest()
+    Its input is the profile's data after ``extends``, not its file: moving the file, folding it into a
+    parent or editing a comment leaves the digest alone; a changed entry, citation or range changes it."""
+    import hashlib
+    import json
+
+    text = json.dumps(_canonical(profile), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+#: Profile fields that are not profile data: where the file lies, which server the run met.
+_NOT_DATA = ("path", "server_version")
+
+
+def _canonical(obj: Any) -> Any:
+    """Plain JSON data: mapping keys as strings (the default row of an entry under ""), order of lists kept."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _canonical(getattr(obj, f.name)) for f in fields(obj) if f.name not in _NOT_DATA}
+    if isinstance(obj, dict):
+        return {"" if k is None else str(k): _canonical(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_canonical(v) for v in obj]
+    return obj
 
 
 def select_profile(product: str, version: str, protocol: str, override: str | None = None) -> Profile:
