@@ -290,7 +290,7 @@ class Adapter(abc.ABC):
     #: Operations this adapter's protocol can express, beyond the core (e.g. "recover", "nack").
     features: ClassVar[frozenset[str]] = frozenset()
     #: The target of a run that names none (a launcher name under ``conformance.targets``, or a URL);
-    #: None: the user must give ``--target``. Checked at load (conformance.default_target).
+    #: None: the user must give ``--target``. Checked at load (:func:`check_declared`).
     default_target: ClassVar[str | None] = None
 
     @abc.abstractmethod
@@ -311,7 +311,7 @@ def adapter_for(scheme: str, preferred: str | None = None) -> type[Adapter]:
     """The adapter for a URL scheme, or the one the user named."""
     from conformance.errors import UsageError
 
-    if preferred:  # issue 19: only the selected plugin is loaded
+    if preferred:  # only the named plugin is imported: a broken one nobody selected cannot abort a run
         from conformance.plugins import load_one
         from importlib.metadata import entry_points
 
@@ -324,8 +324,6 @@ def adapter_for(scheme: str, preferred: str | None = None) -> type[Adapter]:
         from conformance.catalogue.capabilities import adapter_capabilities
 
         adapter_capabilities(chosen)  # unknown capability names: one line naming the plugin, at load
-        from conformance.default_target import check_declared
-
         check_declared(chosen)
         return chosen
     found = adapters()
@@ -334,3 +332,25 @@ def adapter_for(scheme: str, preferred: str | None = None) -> type[Adapter]:
     if not chosen:
         raise UsageError(f"no installed adapter speaks {scheme!r}; installed: {', '.join(sorted(found)) or 'none'}")
     return chosen[0]
+
+
+def check_declared(adapter: Any) -> None:
+    """The adapter's ``default_target`` is None or names something installed: a typo in a
+    third party's plugin is one line naming the plugin when it loads, not a failed launch later."""
+    from importlib.metadata import entry_points
+
+    from conformance.errors import UsageError
+    from conformance.targets import TARGET_GROUP
+
+    value = getattr(adapter, "default_target", None)
+    name = getattr(adapter, "name", adapter)
+    if value is None:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"adapter {name!r}: default_target must be a launcher name or a URL, not {value!r}")
+    if "://" in value:
+        return
+    launcher = value.partition(":")[0]
+    if not entry_points(group=TARGET_GROUP, name=launcher):
+        installed = ", ".join(sorted(ep.name for ep in entry_points(group=TARGET_GROUP))) or "none"
+        raise UsageError(f"adapter {name!r}: default_target {value!r} is no installed launcher; installed: {installed}")

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from conformance import default_target
+from conformance.api import check_declared
 from conformance.cli import EXIT_OK
 from conformance.errors import UsageError
 from conformance.runner.results import read_results, read_run
@@ -27,11 +28,11 @@ class _Declares:
 
 def test_a_declared_default_target_is_checked_when_the_adapter_loads() -> None:
     for ok in (None, "rabbitmq-local", "process:targets/lavinmq.yaml", "fake://127.0.0.1:1/"):
-        default_target.check_declared(_Declares(ok))
+        check_declared(_Declares(ok))
     for bad, said in ((42, "must be a launcher name or a URL"), ("", "must be a launcher name or a URL"),
                       ("no-such-launcher", "is no installed launcher")):
         with pytest.raises(UsageError, match=said):
-            default_target.check_declared(_Declares(bad))
+            check_declared(_Declares(bad))
 
 
 def test_the_target_comes_from_the_adapter_or_one_line_says_to_give_one(monkeypatch: pytest.MonkeyPatch) -> None:
