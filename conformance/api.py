@@ -15,6 +15,7 @@ import abc
 import enum
 import time
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Any, ClassVar, Iterable
 
 ADAPTER_GROUP = "conformance.adapters"
@@ -337,8 +338,6 @@ def adapter_for(scheme: str, preferred: str | None = None) -> type[Adapter]:
 def check_declared(adapter: Any) -> None:
     """The adapter's ``default_target`` is None or names something installed: a typo in a
     third party's plugin is one line naming the plugin when it loads, not a failed launch later."""
-    from importlib.metadata import entry_points
-
     from conformance.errors import UsageError
     from conformance.targets import TARGET_GROUP
 
