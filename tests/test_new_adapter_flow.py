@@ -1,4 +1,4 @@
-"""The guide's flow (README "Adding your broker"): `conformance new-adapter NAME`, install, the
+"""The guide's flow (docs/stomp-and-plugins.md, "Adding your broker"): `conformance new-adapter NAME`, install, the
 skeleton's own tests pass. The install is what `pip install -e` leaves for an editable package (the
 package folder on sys.path, a .dist-info carrying the pyproject's entry points), written directly:
 pip's isolated build fetches setuptools for 1-2 minutes, which proves nothing about the skeleton."""
