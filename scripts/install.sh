@@ -27,7 +27,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     -o DPkg::Lock::Timeout=900 "${missing[@]}" >/dev/null
 fi
 echo "install: python package and dependencies" >&2
-PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check -e .
+# The docs extra brings mkdocs: the tests build the manual (docs/) with --strict.
+PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check -e '.[docs]'
 # The STOMP plugin is its own package (found through entry points only; the core never imports it).
 PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check -e packages/conformance-stomp
 # Byte-compile the source tree once: an editable install leaves it uncompiled, and where
