@@ -1,1 +1,1 @@
-"""Compliance reports built from run results (the PySpark pipeline lands here; see README)."""
+"""Compliance reports built from run results (the PySpark pipeline; see docs/reports.md)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from conformance.errors import UsageError
 
@@ -32,7 +33,7 @@ dependencies = ["broker-conformance"]  # and your client library
 [project.entry-points."conformance.profiles"]
 {name} = "{pkg}:PROFILES_DIR"
 
-# Your own requirements, the spec rules they quote and their cases (README "Requirement packs");
+# Your own requirements, the spec rules they quote and their cases (the suite's manual, docs/stomp-and-plugins.md "Requirement packs");
 # loaded by default with this package's adapter, with --pack {name} otherwise.
 [project.entry-points."conformance.packs"]
 {name} = "{pkg}.pack"
@@ -112,7 +113,7 @@ queue_types:
     source: "where your broker documents how a queue is created"
 '''
 
-PACK_INIT = '''"""The {name} requirement pack (README "Requirement packs"): requirements of your protocol's
+PACK_INIT = '''"""The {name} requirement pack (the suite's docs/stomp-and-plugins.md, "Requirement packs"): requirements of your protocol's
 specification that the shared catalogue does not have, with the cases that check them."""
 
 from pathlib import Path
@@ -213,3 +214,20 @@ def write_skeleton(name: str, where: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text.format(name=name, pkg=pkg, env=env, upper=name.upper()))
     return root
+
+
+# -- the command: ``conformance new-adapter`` ----------------------------------------------------------
+
+def add_parser(sub: Any) -> None:
+    na = sub.add_parser("new-adapter", help="write a package skeleton for an adapter of your own (pyproject, adapter stub, profile stub, test)")
+    na.add_argument("name", help="adapter and protocol name, e.g. inhouse")
+    na.add_argument("--dir", type=Path, default=Path("packages"), help="where to write it (default: packages/)")
+    na.set_defaults(func=command)
+
+
+def command(args: Any) -> int:
+    from conformance.cli.exit_codes import EXIT_OK
+
+    root = write_skeleton(args.name, args.dir)
+    print(f"wrote {root}: pip install -e {root}, implement adapter.py, then conformance adapter-check --adapter {args.name} --target URL")
+    return EXIT_OK
