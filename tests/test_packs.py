@@ -52,12 +52,12 @@ class TestPingPong(Case):
 
 def install_pack(site: Path, dist: str, name: str, module: str, *, level: str = "MUST", broken: bool = False,
                  adapter: str | None = None) -> None:
-    """A distribution ``dist`` in ``site`` whose entry point ``name`` in conformance.catalogue.packs is ``module``
+    """A distribution ``dist`` in ``site`` whose entry point ``name`` in conformance.packs is ``module``
     (``broken``: the module does not exist); ``adapter``: it ships an adapter of that name too."""
     info = site / f"{dist}-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
-    eps = f"[conformance.catalogue.packs]\n{name} = {module}\n"
+    eps = f"[conformance.packs]\n{name} = {module}\n"
     if adapter:
         eps += f"[conformance.adapters]\n{adapter} = conformance.adapters.pika:PikaAdapter\n"
     (info / "entry_points.txt").write_text(eps)
@@ -131,8 +131,8 @@ def test_default_selection_is_the_adapters_distribution_plus_and_minus_pack_opti
 
 
 @pytest.mark.parametrize("how, message", [
-    ("broken", "requirement pack 'broken' in conformance.catalogue.packs: failed to load: ModuleNotFoundError: No module named 'no_such_pack_module'"),
-    ("level", "requirement pack 'broken' in conformance.catalogue.packs: WIDGET-PING-PONG: level SHOULD but its rules give MUST"),
+    ("broken", "requirement pack 'broken' in conformance.packs: failed to load: ModuleNotFoundError: No module named 'no_such_pack_module'"),
+    ("level", "requirement pack 'broken' in conformance.packs: WIDGET-PING-PONG: level SHOULD but its rules give MUST"),
 ])
 def test_a_broken_pack_is_one_line_naming_it(site: Path, how: str, message: str) -> None:
     if how == "broken":
@@ -156,7 +156,7 @@ def test_a_broken_pack_nobody_selected_does_not_stop_a_command_and_a_selected_on
     assert ok.returncode == 0, ok.stderr
     bad = _cli(site, "list", "--pack", "broken")
     assert bad.returncode == 2
-    assert bad.stderr.strip() == ("conformance: error: requirement pack 'broken' in conformance.catalogue.packs: failed to load: "
+    assert bad.stderr.strip() == ("conformance: error: requirement pack 'broken' in conformance.packs: failed to load: "
                                   "ModuleNotFoundError: No module named 'no_such_pack_module'")
     # a run that selects it stops before anything is launched (nothing listens on port 9), in the same line
     run = _cli(site, "run", "--target", "stomp://127.0.0.1:9/", "--pack", "broken", "--out", str(tmp_path / "run"))
