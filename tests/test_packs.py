@@ -1,4 +1,4 @@
-"""Requirement packs (issue 19 §2, conformance/catalogue/packs.py): a package's own requirements, rules and
+"""Requirement packs (conformance/catalogue/packs.py): a package's own requirements, rules and
 cases join the catalogue when selected; a broken pack is one line naming it; a broken pack nobody
 selected is never imported.
 

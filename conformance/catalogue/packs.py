@@ -1,4 +1,4 @@
-"""Requirement packs (issue 19 §2): a package ships its own requirements, the spec rules they cite
+"""Requirement packs: a package ships its own requirements, the spec rules they cite
 and the cases that check them, through the entry-point group ``conformance.packs``.
 
 Why a plugin surface: a team owning a protocol (or a broker feature) must be able to add the
@@ -31,28 +31,19 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Iterable
 
+from conformance.catalogue import active_packs, requirements, rules
+from conformance.catalogue.active_packs import Pack, active, pack_of
 from conformance.errors import UsageError
 
 PACK_GROUP = "conformance.packs"
-
-
-@dataclass(frozen=True)
-class Pack:
-    name: str
-    requirement_files: tuple[Path, ...]
-    rule_files: tuple[Path, ...]
-    #: Dotted package name of the pack's cases, and the folder pytest collects.
-    cases_package: str
-    cases_dir: Path
-    protocols: tuple[str, ...] = ()
-
-
-_ACTIVE: dict[str, Pack] = {}
+#: Pack, active and pack_of are the registry's (conformance.catalogue.active_packs), named here too
+#: for the callers that activate packs.
+__all__ = ["PACK_GROUP", "Pack", "activate", "active", "adapter_entry_name", "deactivate_all", "installed", "pack_of",
+           "qualified_nodeid", "selection"]
 
 
 def _fail(name: str, what: str) -> UsageError:
@@ -145,18 +136,15 @@ def activate(names: Iterable[str]) -> list[Pack]:
 
     Everything is checked here, so a pack with an unknown capability, a MUST without a MUST rule or
     an id the core already has stops the run before anything is launched, in one line naming it."""
-    from conformance.catalogue import requirements
-    from conformance.catalogue import rules
-
     added = []
     for name in names:
-        if name in _ACTIVE:
+        if active_packs.get(name) is not None:
             continue
         eps = list(entry_points(group=PACK_GROUP, name=name))
         if not eps:
             raise UsageError(f"unknown requirement pack {name!r}; installed: {', '.join(installed()) or 'none'}")
         pack = _from_entry_point(eps[0])
-        _ACTIVE[name] = pack
+        active_packs.add(pack)
         added.append(pack)
     if added:
         _reset_caches()
@@ -165,45 +153,29 @@ def activate(names: Iterable[str]) -> list[Pack]:
             requirements.catalogue()
         except UsageError as exc:
             for pack in added:
-                _ACTIVE.pop(pack.name, None)
+                active_packs.remove(pack.name)
             _reset_caches()
             raise _fail(added[0].name if len(added) == 1 else ", ".join(p.name for p in added), str(exc)) from None
-    return [_ACTIVE[n] for n in names if n in _ACTIVE]
+    return [p for p in map(active_packs.get, names) if p is not None]
 
 
 def deactivate_all() -> None:
     """Back to the core catalogue (tests)."""
-    _ACTIVE.clear()
+    active_packs.clear()
     _reset_caches()
-
-
-def active() -> list[Pack]:
-    return list(_ACTIVE.values())
-
-
-def pack_of(requirement_file: Path) -> Pack | None:
-    for pack in _ACTIVE.values():
-        if requirement_file in pack.requirement_files:
-            return pack
-    return None
 
 
 def qualified_nodeid(item: Any, nodeid: str) -> str:
     """A pack case's id as ``<pack>/<its path in the pack>``: pytest names a file outside the core
     relative to the folder it was collected from, which could repeat a core case's id."""
     rid = getattr(getattr(item, "cls", None), "requirement", None)
-    if not rid or not _ACTIVE:
+    if not rid or not active():
         return nodeid
-    from conformance.catalogue.requirements import catalogue
-
-    req = catalogue().get(rid)
+    req = requirements.catalogue().get(rid)
     return f"{req.pack}/{nodeid}" if req is not None and req.pack else nodeid
 
 
 def _reset_caches() -> None:
-    from conformance.catalogue import requirements
-    from conformance.catalogue import rules
-
     rules.all_rules.cache_clear()
     requirements.catalogue.cache_clear()
     requirements.catalogue_digest.cache_clear()

@@ -221,7 +221,7 @@ def check_levels(req: Requirement) -> None:
 
 def load_areas(paths: Iterable[Path] | None = None) -> list[Area]:
     """The core's requirement files, then those of every active requirement pack (conformance.catalogue.packs)."""
-    from conformance.catalogue.packs import active, pack_of
+    from conformance.catalogue.active_packs import active, pack_of
 
     if paths is None:
         root = resources.files("conformance.catalogue") / "data" / "requirements"

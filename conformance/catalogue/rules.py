@@ -89,7 +89,7 @@ def load_rules(paths: Iterable[Path] | None = None) -> dict[str, Rule]:
     (a pack's rules may name its own protocols and the areas of its requirement files)."""
     extra: dict[Path, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     if paths is None:
-        from conformance.catalogue.packs import active
+        from conformance.catalogue.active_packs import active
 
         root = resources.files("conformance.catalogue") / "data" / "rules"
         paths = sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith(".yaml"))
