@@ -88,7 +88,7 @@ def test_catalogue_passes_on_rabbitmq_classic_and_quorum(rabbit: RabbitMQLocalNo
 
 def test_profile_can_mark_unsupported_and_never_excuses_what_it_leaves_out(rabbit: RabbitMQLocalNode, tmp_path: Path) -> None:
     profile = tmp_path / "custom.yaml"
-    text = (ROOT / "conformance/profiles/rabbitmq-3.10.yaml").read_text()
+    text = (ROOT / "adapters/rabbitmq/profiles/rabbitmq-3.10.yaml").read_text()
     text = text.replace("id: rabbitmq-3.10", "id: custom")
     text = text[: text.index("  requeue.position.recover:")]
     text += (

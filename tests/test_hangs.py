@@ -22,6 +22,7 @@ import pytest
 
 from conformance.runner import deadline
 from conformance.runner import hangs
+from conformance.runner import records
 from conformance.runner import shared_faults
 from conformance.cases import all_cases
 from conformance.catalogue.requirements import requirement
@@ -343,9 +344,9 @@ def _runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenarios: list[Any
     monkeypatch.setattr(case_runner, "observed_refusal", lambda *a: None)
     monkeypatch.setattr(case_runner.liveness, "after_scenario_exception", lambda *a, **k: case_runner.liveness.Judgement(None, None))
     runs = iter(scenarios)
-    monkeypatch.setattr(case_runner.shared_fault, "scenario", lambda item, case, ctx, other: next(runs)(ctx))
+    monkeypatch.setattr(case_runner.shared_faults, "scenario", lambda item, case, ctx, other: next(runs)(ctx))
     cls = all_cases()[0]
-    case = SimpleNamespace(requirement=cls.requirement, disrupts_broker=False,
+    case = SimpleNamespace(requirement=cls.requirement, disrupts_broker=False, fault_kinds=lambda variant: (),
                            verdict=verdict or (lambda obs, profile, qt: Verdict(Outcome.FAIL, "x", f"observed {obs}")))
     state = SimpleNamespace(adapter=SimpleNamespace(protocol="amqp-0-9-1", name="fake"), server={"product": "p", "version": "1"},
                             profile=SimpleNamespace(id="p", unsupported_reason=lambda *a: None), url="amqp://127.0.0.1:1/",
@@ -379,7 +380,7 @@ def test_a_rerun_cut_short_by_another_restart_is_an_error_naming_both(tmp_path: 
     case_runner, case, state, item = _runner(tmp_path, monkeypatch, [restarted_by("b"), restarted_by("c")])
     with pytest.raises(pytest.fail.Exception, match="^error: not judged"):
         case_runner.run_case(item, state, case, "classic", None)
-    rec = item.stash[case_runner.STASH_RESULT]
+    rec = records.case_fields(item.stash[records.STASH_RESULT])
     assert rec["verdict"] == "error", rec
     assert "after b hung it" in rec["observed"] and "after c hung it" in rec["observed"] and "after b hung it" in rec["rerun"]
     assert hangs.read(path).running == () and state.dead_cause is None
@@ -397,7 +398,7 @@ def test_a_rerun_that_finds_the_broker_restarted_again_is_an_error(tmp_path: Pat
     case_runner, case, state, item = _runner(tmp_path, monkeypatch, [cut("b"), cut("c")])
     with pytest.raises(pytest.fail.Exception, match="^error: not judged"):
         case_runner.run_case(item, state, case, "classic", None)
-    rec = item.stash[case_runner.STASH_RESULT]
+    rec = records.case_fields(item.stash[records.STASH_RESULT])
     assert rec["verdict"] == "error" and "after c hung it" in rec["observed"], rec
 
 
@@ -426,7 +427,7 @@ def test_the_rerun_runs_under_a_deadline_of_its_own(tmp_path: Path, monkeypatch:
     finally:
         item.cancel_timeout()  # type: ignore[attr-defined]
     assert time.monotonic() - started < 2
-    rec = item.stash[case_runner.STASH_RESULT]
+    rec = records.case_fields(item.stash[records.STASH_RESULT])
     assert rec["verdict"] == "error" and rec["rerun"], rec
 
 
@@ -444,7 +445,7 @@ def test_the_wait_for_a_restart_under_way_is_not_the_case_s_time(tmp_path: Path,
     monkeypatch.setattr(case_runner.hangs, "begin", waits_for_a_restart)
     item.mark = pytest.mark.timeout(5).mark  # the deadline counts the wait (the alarm is armed before it): not this test's point
     case_runner.run_case(item, state, case, "classic", None)
-    rec = item.stash[case_runner.STASH_RESULT]
+    rec = records.case_fields(item.stash[records.STASH_RESULT])
     assert rec["verdict"] == "pass" and rec["lock_wait_s"] >= 0.3 and rec["duration_s"] < 0.3, rec
 
 
@@ -490,10 +491,10 @@ def test_a_silence_found_while_other_cases_ran_reruns_every_suspect_alone(tmp_pa
     first is not blamed; it runs again, alone, like the others (the one that stops it again is the finding)."""
     case_runner, case, state, item, attempts = _silent_runner(tmp_path, monkeypatch, others=("ack/y.py::TestY::test[quorum]",))
     case_runner.run_case(item, state, case, "classic", None)
-    rec = item.stash[case_runner.STASH_RESULT]
+    rec = records.case_fields(item.stash[records.STASH_RESULT])
     assert len(attempts) == 2 and rec["verdict"] == "pass", rec
     assert "each runs again alone" in rec["rerun"] and "ack/y.py::TestY::test[quorum]" in rec["rerun"]
-    assert any(e["op"] == "lock" and "exclusively" in e["detail"] for e in rec["history"] or []) or "broker held exclusively" in rec["history_text"]
+    assert any(e["op"] == "lock" and "exclusively" in e["detail"] for e in rec["history"] or []) or "broker held exclusively" in item.stash[records.STASH_RESULT].history_text
     assert len(hangs.read(str(tmp_path / "health")).restarts) == 1
 
 
@@ -503,5 +504,5 @@ def test_a_silence_found_by_a_case_that_ran_alone_is_its_finding(tmp_path: Path,
     case_runner, case, state, item, attempts = _silent_runner(tmp_path, monkeypatch, others=("ack/y.py::TestY::test[quorum]",), disrupts=True)
     with pytest.raises(pytest.fail.Exception, match="broker stopped answering"):
         case_runner.run_case(item, state, case, "classic", None)
-    rec = item.stash[case_runner.STASH_RESULT]
+    rec = records.case_fields(item.stash[records.STASH_RESULT])
     assert len(attempts) == 1 and rec["verdict"] == "fail" and "also under way" not in rec["observed"], rec

@@ -21,7 +21,7 @@ from tests.support.kill_loss import unexplained
 from tests.test_e2e_rabbitmq import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = sorted((ROOT / "targets").glob("*.yaml"))
+SHIPPED = sorted((ROOT / "adapters").glob("*/targets/*.yaml"))
 
 needs_entry_points = pytest.mark.skipif(
     "process" not in available_launchers(),
