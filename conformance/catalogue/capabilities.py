@@ -1,11 +1,15 @@
-"""Applicability by capability (issue 19 §1): requirements name what they need, adapters what their
-protocol offers, profiles what the broker lacks.
+"""Applicability by capability: what a case needs, and who offers it.
 
-A requirement applies to a run when every capability it ``needs`` is in the adapter's
-``capabilities`` and none is in the profile's ``lacks``. So a new protocol's adapter gets every
-requirement it can express, with no edit of the catalogue; the vocabulary is data
-(``capabilities.yaml``) so a typo in a requirement, an adapter or a profile is refused at load in one
-line instead of silently making a requirement "not apply".
+A case needs its requirement's ``needs`` (what the protocol must express) and the ability of every
+kind of fault it inflicts (conformance.nemesis.kinds: what the target must take). The adapter offers
+the protocol's ``capabilities``, the target its abilities, and a profile's ``lacks`` names what the
+broker's dialect cannot express. A case applies when every capability it needs is offered and none
+is lacked (:func:`applicability` for the protocol's side, :func:`fault_applicability` for the
+target's); one that does not is unsupported, ``cannot-express`` or ``no-fault``. So a new
+protocol's adapter gets every requirement it can express, and a new fault kind every case that
+names it, with no edit of the catalogue. The
+vocabulary is data (``capabilities.yaml``) so a typo in a requirement, an adapter or a profile is
+refused at load in one line instead of silently making a requirement "not apply".
 """
 
 from __future__ import annotations
@@ -16,6 +20,10 @@ from typing import Any, Iterable
 
 from conformance import yamlio
 from conformance.errors import UsageError
+from conformance.nemesis import kinds
+
+#: Capabilities named so are a target's abilities (what a fault kind needs), never a protocol's.
+ABILITY_PREFIX = "fault."
 
 
 @cache
@@ -32,6 +40,9 @@ def check_names(names: Iterable[str], who: str) -> frozenset[str]:
     unknown = sorted(out - known.keys())
     if unknown:
         raise UsageError(f"{who}: unknown capability {unknown[0]!r} (known: see conformance/catalogue/data/capabilities.yaml)")
+    abilities = sorted(n for n in out if n.startswith(ABILITY_PREFIX))
+    if abilities:
+        raise UsageError(f"{who}: {abilities[0]!r} is a target's ability; a case needs it by naming its fault kind (conformance/nemesis/kinds.py)")
     return out
 
 
@@ -74,4 +85,16 @@ def applicability(req: Any, adapter: Any, profile: Any) -> str | None:
     if lacked:
         doc = profile.lacks[lacked[0]]
         return f"requirement needs {lacked[0]}, which {profile.id} lacks: {doc.reason} [{doc.source}]"
+    return None
+
+
+
+def fault_applicability(faults: Iterable[kinds.FaultKind], target: Any) -> str | None:
+    """Why ``target`` cannot take one of ``faults`` (the kind's own words: a case that inflicts it
+    is ``unsupported (no-fault)``), or None when it offers every ability they need. ``target``:
+    the run's target, None for a URL the suite only connects to."""
+    offered = kinds.abilities(target)
+    for k in faults:
+        if k.ability is not None and k.ability not in offered:
+            return k.cannot_take(target)
     return None

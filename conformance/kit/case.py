@@ -23,6 +23,7 @@ from conformance.kit.context.proxies import Proxies
 from conformance.kit.context.state import WAIT_S, Obs, ScenarioVoid, sentinel_body
 from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict
+from conformance.nemesis.kinds import FaultKind, broker_kind
 
 #: Cases import these from here (their home is conformance.kit.context.state, which the helpers share).
 __all__ = ["WAIT_S", "Case", "CaseContext", "Obs", "ScenarioVoid", "Settled", "delivery_obs", "sentinel_body"]
@@ -39,6 +40,15 @@ class Case:
     #: The scenario restarts or kills the broker: it runs alone, never beside another case (cases of
     #: the same fault may share one restart or kill, see conformance.runner.shared_faults).
     disrupts_broker: ClassVar[bool] = False
+    #: The kinds of fault the scenario inflicts itself (conformance.nemesis.kinds, e.g. NODE_KILL
+    #: through conformance.nemesis.cluster.Nodes); a phased case's :meth:`broker_fault` is added.
+    #: A target that cannot take one of them makes the case unsupported (no-fault) before it runs.
+    faults: ClassVar[tuple[FaultKind, ...]] = ()
+
+    def fault_kinds(self, variant: str | None) -> tuple[FaultKind, ...]:
+        """Every kind of fault this case (with ``variant``) inflicts: what its target must be able to take."""
+        phased = self.broker_fault(variant)
+        return (*self.faults, broker_kind(phased)) if phased is not None else tuple(self.faults)
 
     def scenario(self, ctx: "CaseContext") -> Obs:
         """A phased case (one that names a :meth:`broker_fault`) runs its phases around its own fault;
@@ -49,7 +59,7 @@ class Case:
         prepared = self.prepare(ctx)
         if isinstance(prepared, Settled):
             return dict(prepared)
-        ctx.restart_broker(kill=kind == "kill")
+        ctx.fault_broker(kind)
         return self.observe(ctx, prepared)
 
     # -- phases of a case that needs a broker fault (restart or kill -9) ----------------------
@@ -57,8 +67,9 @@ class Case:
     # means the scenario is decided before any fault. The fault comes from the runner, which may
     # share one fault among many cases; observe then looks at this case's own queues.
 
-    def broker_fault(self, variant: str | None) -> str | None:
-        """"restart", "kill" or None (the default: the case has no phases, only a scenario)."""
+    def broker_fault(self, variant: str | None) -> FaultKind | str | None:
+        """A broker kind of conformance.nemesis.kinds (RESTART, KILL; or its name) or None (the
+        default: the case has no phases, only a scenario)."""
         return None
 
     def prepare(self, ctx: "CaseContext") -> Obs:

@@ -1,7 +1,8 @@
 """Node-level faults for cases that need a cluster (issue 21): the nemesis and client sides, broker-neutral.
 
 A cluster target (a launcher such as ``rabbitmq-cluster``) offers the operations in
-:class:`ClusterOps`; the core names no broker. A case gets a :class:`Nodes` from its context: it
+:class:`~conformance.nemesis.kinds.ClusterOps` (the ability of the node kinds, conformance.nemesis.kinds);
+the core names no broker. A case gets a :class:`Nodes` from its context: it
 connects to a chosen node, kills one (kill -9), observes through another, and brings the node back
 before it ends, and every one of those steps lands in the case's history naming the node, so a
 record shows which node died and through which node the outcome was seen.
@@ -15,37 +16,22 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from typing import Any, Callable, Protocol, cast, runtime_checkable
+from typing import Any, Callable, cast
 
 from conformance.api import AckMode, Connection, Delivery, Session
 from conformance.kit.case import sentinel_body
 from conformance.errors import ChannelClosed, ConnectionLost, DeliveriesMissing, OperationTimeout, PublishNotConfirmed, TargetCannot, TargetError
+from conformance.nemesis.kinds import NODE_KILL, ClusterOps
 
 #: Bound on bringing a killed node back (boot and rejoin on a busy 2-core machine).
 NODE_BACK_S = 120.0
 
 
-@runtime_checkable
-class ClusterOps(Protocol):
-    """What a launched cluster target offers the failover cases."""
-
-    def node_names(self) -> list[str]: ...
-    def node_urls(self) -> dict[str, str]: ...
-    def kill_node(self, name: str) -> None: ...
-    def start_node(self, name: str) -> None: ...
-    def stop_node(self, name: str) -> None: ...
-    def restart_node(self, name: str) -> None: ...
-    def node_running(self, name: str) -> bool: ...
-    def queue_replicas(self, queue: str) -> dict[str, Any]: ...
-    def set_policy(self, name: str, pattern: str, definition: dict[str, Any], apply_to: str = "queues") -> None: ...
-    def clear_policy(self, name: str) -> None: ...
-
-
 def cluster_ops(target: object) -> ClusterOps:
-    """The target as a cluster, or TargetCannot (the case becomes unsupported: one node cannot fail over)."""
-    if target is None or not isinstance(target, ClusterOps) or len(cast(ClusterOps, target).node_names()) < 3:
-        name = getattr(target, "name", "this target")
-        raise TargetCannot(f"{name} is not a cluster of 3 or more nodes the suite launched; failover cases need one (e.g. --target rabbitmq-cluster)")
+    """The target as a cluster, or TargetCannot in the node kind's words. The runner asks before a
+    case runs (the case names :data:`NODE_KILL`), so this answers only a scenario that did not."""
+    if not NODE_KILL.offered_by(target):
+        raise TargetCannot(NODE_KILL.cannot_take(target))
     return cast(ClusterOps, target)
 
 
@@ -79,16 +65,16 @@ class Nodes:
         """kill -9 of one node; the case's connections to other nodes live on. ``back_at_once``
         starts the node again at once, in the background, for a case that observes only through
         the survivors: its 8-30 s boot overlaps the observation instead of following it."""
-        self.ops.kill_node(node)
+        NODE_KILL.fire(self.ops, node)
         self.killed.append(node)
-        self.ctx.history.add("nemesis", "kill -9", node)
+        self.ctx.history.add("nemesis", NODE_KILL.fired_event, node)
         if back_at_once:
             started = time.monotonic()
             box: list[BaseException | float] = []
 
             def boot() -> None:
                 try:
-                    self.ops.start_node(node)
+                    NODE_KILL.heal(self.ops, node)
                     box.append(time.monotonic() - started)
                 except BaseException as exc:  # noqa: BLE001 - reported by heal()
                     box.append(exc)
@@ -106,7 +92,7 @@ class Nodes:
             booting = self._booting.pop(node, None)
             try:
                 if booting is None:
-                    self.ops.start_node(node)
+                    NODE_KILL.heal(self.ops, node)
                     took = time.monotonic() - start
                 else:
                     booting[0].join(NODE_BACK_S)

@@ -11,7 +11,7 @@ import pytest
 
 from conformance.runner import allure
 from conformance.kit.case import Case, CaseContext
-from conformance.catalogue.capabilities import applicability
+from conformance.catalogue.capabilities import applicability, fault_applicability
 from conformance.catalogue.requirements import Requirement, requirement
 from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, DeliveriesMissing, ProtocolViolation, TargetError, Unsupported
 from conformance.kit.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
@@ -23,7 +23,8 @@ from conformance.runner import shared_faults  # one broker fault shared by the d
 from conformance.runner import hangs
 from conformance.nemesis.mutations import alters
 from conformance.targets import probe_tcp, redact
-from conformance.unsupported import CANNOT_EXPRESS
+from conformance.unsupported import CANNOT_EXPRESS, NO_FAULT
+from conformance.nemesis.kinds import FaultKind
 from conformance.kit.verdicts import Outcome, Verdict, apply_profile
 from conformance.runner.state import RunState
 
@@ -116,7 +117,7 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         finish(Verdict(Outcome.ERROR, "a reachable target", said))
         item.stash[STASH_RESULT]["brief"] = True  # one line per remaining case: the cause was shown once
         pytest.fail(f"error: target is down since an earlier case: {dead}", pytrace=False)
-    why = _not_applicable(req, state, queue_type)
+    why = _not_applicable(req, state, queue_type, case.fault_kinds(variant))
     if why:
         finish(why)
         pytest.skip(f"{why.outcome.value} ({why.unsupported_kind}): {why.reason}")
@@ -148,7 +149,7 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         interrupted = False
     except Unsupported as exc:
         ctx.close(True)
-        who = f"adapter {state.adapter.name}" if exc.by == "adapter" else f"target {state.target.name if state.target else redact(state.url)}"
+        who = f"adapter {state.adapter.name}" if exc.by == "adapter" else f"target {_target_label(state)}"
         v = unsupported_verdict(exc, req.text, who, state.profile.unsupported_reason(req.id, queue_type))
         finish(v, history, trace=ctx.wire_trace())
         pytest.skip(f"unsupported ({v.unsupported_kind}): {v.reason}")
@@ -258,7 +259,7 @@ def _context_for(item: pytest.Item, state: RunState) -> CaseContext | None:
     req = requirement(item.cls.requirement)  # type: ignore[union-attr]
     params = item.callspec.params if hasattr(item, "callspec") else {}
     qt = params.get("queue_type")
-    if state.dead_cause or _not_applicable(req, state, qt) or preflight.blocking(state.preflight, req) is not None:
+    if state.dead_cause or _not_applicable(req, state, qt, item.cls().fault_kinds(params.get("variant"))) or preflight.blocking(state.preflight, req) is not None:
         return None
     ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=qt,
                       variant=params.get("variant"), history=History(), target=state.target)
@@ -294,7 +295,7 @@ def _broker_lock(state: RunState, *, exclusive: bool, history: History, waited: 
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _not_applicable(req: Requirement, state: RunState, queue_type: str | None) -> Verdict | None:
+def _not_applicable(req: Requirement, state: RunState, queue_type: str | None, faults: tuple[FaultKind, ...]) -> Verdict | None:
     # applicability by capability (conformance.catalogue.capabilities): one the adapter's protocol or the
     # broker's dialect has no way to express
     why = applicability(req, state.adapter, state.profile)
@@ -304,5 +305,16 @@ def _not_applicable(req: Requirement, state: RunState, queue_type: str | None) -
         return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"profile {state.profile.id} has no queue type {queue_type!r}",
                        unsupported_kind=CANNOT_EXPRESS)
     # an entry of kind refused runs the case: only the refusal seen on the wire makes it unsupported
-    return profile_skip(state.profile.unsupported_reason(req.id, queue_type), req.text)
+    skip = profile_skip(state.profile.unsupported_reason(req.id, queue_type), req.text)
+    if skip is not None:
+        return skip
+    # the same rule for the target: an ability a fault kind of the case needs (conformance.nemesis.kinds)
+    why = fault_applicability(faults, state.target)
+    if why:
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"target {_target_label(state)}: {why}", unsupported_kind=NO_FAULT)
+    return None
+
+
+def _target_label(state: RunState) -> str:
+    return state.target.name if state.target else redact(state.url)
 

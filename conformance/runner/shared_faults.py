@@ -23,6 +23,7 @@ from typing import Callable
 import pytest
 
 from conformance.kit.case import Case, CaseContext, Obs, Settled
+from conformance.nemesis.kinds import KILL, RESTART, broker_kind, strike
 
 #: The xdist group of every disruptive case: one worker runs them, in order.
 XDIST_GROUP = "broker-fault"
@@ -56,12 +57,14 @@ PREPARED = pytest.StashKey[Prepared]()
 
 
 def fault_of(item: pytest.Item) -> str | None:
-    """The broker fault a collected case shares ("restart"/"kill"), or None for a case without phases."""
+    """The name of the broker fault a collected case shares (conformance.nemesis.kinds: "restart",
+    "kill"), or None for a case without phases."""
     cls = getattr(item, "cls", None)
     if cls is None or not issubclass(cls, Case) or not getattr(cls, "disrupts_broker", False):
         return None
     params = item.callspec.params if hasattr(item, "callspec") else {}
-    return cls().broker_fault(params.get("variant"))
+    phased = cls().broker_fault(params.get("variant"))
+    return broker_kind(phased).name if phased is not None else None
 
 
 def order(items: list[pytest.Item]) -> None:
@@ -71,7 +74,7 @@ def order(items: list[pytest.Item]) -> None:
     out (``--no-loadscope-reorder``, conformance.cli.run_args): every ordinary case waits for the
     broker lock while a disruptive one holds it."""
     kinds = {id(it): fault_of(it) for it in items}
-    rank = {"restart": 2, "kill": 3}
+    rank = {RESTART.name: 2, KILL.name: 3}
     disruptive = [it for it in items if getattr(getattr(it, "cls", None), "disrupts_broker", False)]
     for it in disruptive:
         it.add_marker(pytest.mark.xdist_group(XDIST_GROUP))
@@ -83,12 +86,13 @@ def scenario(item: pytest.Item, case: Case, ctx: CaseContext, context_for: Calla
 
     ``context_for(other)`` gives a fresh context for another case of the run, or None when that case
     will not run its scenario (not applicable, blocked, target down)."""
-    kind = case.broker_fault(ctx.variant)
-    if kind is None or ctx.target is None or not ctx.target.can_restart:
+    phased = case.broker_fault(ctx.variant)
+    kind = broker_kind(phased) if phased is not None else None
+    if kind is None or not kind.offered_by(ctx.target):
         return case.scenario(ctx)  # no phases, or a target the suite cannot fault: the case says so
     mine = item.stash.get(PREPARED, None)
     if mine is None:
-        batch = _batch(item, kind)
+        batch = _batch(item, kind.name)
         if len(batch.members) < 2:
             return case.scenario(ctx)  # alone: its own fault
         _run_batch(item, case, ctx, batch, context_for)
@@ -136,28 +140,21 @@ def _run_batch(first: pytest.Item, first_case: Case, first_ctx: CaseContext, bat
     if not served:
         return
     target = first_ctx.target
-    name = target.name if target is not None else "target"
+    kind = broker_kind(batch.kind)
     for _, p in served:
         p.ctx._cut_all()  # every connection of a served case is dead after the fault anyway
-    start = time.monotonic()
+
+    def say(op: str, detail: str) -> None:
+        for _, p in served:
+            p.ctx.history.add("nemesis", op, detail)
+
     try:
         assert target is not None
-        if batch.kind == "kill":
-            target.kill()
-            target.start()
-        else:
-            target.restart()
+        strike(kind, target, say, f"(one {kind.name} shared by {len(served)} cases)")
     except Exception as exc:  # noqa: BLE001 - each served case fails with the fault's own error
         for _, p in served:
             p.fault_error = exc
         return
-    secs = time.monotonic() - start
     done = time.monotonic()
-    shared = f"(one {batch.kind} shared by {len(served)} cases)"
     for _, p in served:
-        p.ctx.fault_at, p.ctx.fault_kind = done, batch.kind
-        if batch.kind == "kill":
-            p.ctx.history.add("nemesis", "kill -9", f"{name} {shared}")
-            p.ctx.history.add("nemesis", "start", f"{name} accepting connections after {secs:.1f}s {shared}")
-        else:
-            p.ctx.history.add("nemesis", "restart", f"{name} accepting connections after {secs:.1f}s {shared}")
+        p.ctx.fault_at, p.ctx.fault_kind = done, kind.name

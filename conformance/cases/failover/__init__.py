@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.nemesis.cluster import Nodes, with_healing
+from conformance.nemesis.kinds import NODE_KILL
 
 
 class NodeLossCase(Case):
@@ -11,6 +12,7 @@ class NodeLossCase(Case):
     nodes, and every node it killed is back before the next case, whatever happened."""
 
     disrupts_broker = True
+    faults = (NODE_KILL,)
 
     def scenario(self, ctx: CaseContext) -> Obs:
         nodes = Nodes(ctx)

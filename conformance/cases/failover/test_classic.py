@@ -16,6 +16,7 @@ from conformance.api import AckMode, Consumer, Session
 from conformance.kit.case import Case, CaseContext, Obs, ScenarioVoid
 from conformance.cases.failover.test_quorum import HELD, RECOVERY_S
 from conformance.nemesis.cluster import Nodes
+from conformance.nemesis.kinds import NODE_KILL
 from conformance.errors import ChannelClosed, OperationTimeout, TargetError
 from conformance.catalogue.profiles import Profile
 from conformance.kit.reference import judge
@@ -31,6 +32,7 @@ class TestClassicQueueHomeNodeLoss(Case):
     queue_types = ("classic",)
     variants = ("unmirrored", "mirrored")
     disrupts_broker = True
+    faults = (NODE_KILL,)
 
     def scenario(self, ctx: CaseContext) -> Obs:
         nodes = Nodes(ctx)

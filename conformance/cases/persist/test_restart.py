@@ -14,6 +14,7 @@ from conformance.catalogue.profiles import Profile
 from conformance.kit.reference import judge
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same
 from conformance.kit.scenarios import unavailable_key
+from conformance.nemesis.kinds import KILL, RESTART, FaultKind
 
 #: How long the restarted broker has to serve the queue again (boot already finished).
 RECOVERY_S = 15.0
@@ -43,8 +44,8 @@ class TestConfirmedSurvives(Case):
     variants = ("restart", "kill")
     disrupts_broker = True
 
-    def broker_fault(self, variant: str | None) -> str:
-        return "kill" if variant == "kill" else "restart"
+    def broker_fault(self, variant: str | None) -> FaultKind:
+        return KILL if variant == KILL.name else RESTART
 
     def prepare(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
@@ -70,8 +71,8 @@ class TestTransientFate(Case):
     requirement = "PERSIST-TRANSIENT-FATE"
     disrupts_broker = True
 
-    def broker_fault(self, variant: str | None) -> str:
-        return "restart"
+    def broker_fault(self, variant: str | None) -> FaultKind:
+        return RESTART
 
     def prepare(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
@@ -99,8 +100,8 @@ class TestNonDurableQueueGone(Case):
     requirement = "PERSIST-NON-DURABLE-QUEUE-GONE"
     disrupts_broker = True
 
-    def broker_fault(self, variant: str | None) -> str:
-        return "restart"
+    def broker_fault(self, variant: str | None) -> FaultKind:
+        return RESTART
 
     def prepare(self, ctx: CaseContext) -> Obs:
         declared: list[str] = []

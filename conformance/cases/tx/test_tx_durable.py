@@ -8,6 +8,7 @@ from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
 from conformance.catalogue.profiles import Profile
 from conformance.kit.scenarios import unavailable_key
 from conformance.kit.verdicts import Verdict, fmt, holds, same
+from conformance.nemesis.kinds import KILL, FaultKind
 
 #: How long the restarted broker has to serve the queue again (boot already finished).
 RECOVERY_S = 15.0
@@ -17,8 +18,8 @@ class TestCommittedSurvivesKill(Case):
     requirement = "TX-COMMIT-DURABLE"
     disrupts_broker = True
 
-    def broker_fault(self, variant: str | None) -> str:
-        return "kill"
+    def broker_fault(self, variant: str | None) -> FaultKind:
+        return KILL
 
     def prepare(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()

@@ -1,4 +1,4 @@
-"""Broker-level faults of a case: restart or kill -9 the node, then wait for its queues to answer."""
+"""Broker-level faults of a case: restart or kill -9 the node (conformance.nemesis.kinds), then wait for its queues to answer."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import time
 from conformance.api import QueueStats
 from conformance.kit.context.waits import Waits
 from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout, QueueUnavailable, TargetCannot
+from conformance.nemesis.kinds import KILL, RESTART, FaultKind, broker_kind, strike
 from conformance.nemesis.replicas import CONFIRM_GAP_S, describe, reading
 
 
@@ -17,19 +18,18 @@ class BrokerFaults(Waits):
         """Broker-level fault: kill -9 (``kill=True``) or a graceful restart of the node, then wait
         until it accepts connections. Every connection the case had is dead afterwards; open new ones
         (``admin`` reconnects by itself)."""
-        if self.target is None or not self.target.can_restart:
-            name = self.target.name if self.target else "this target"
-            raise TargetCannot(f"{name} cannot be restarted or killed by the suite; broker faults need a launched target")
+        self.fault_broker(KILL if kill else RESTART)
+
+    def fault_broker(self, kind: FaultKind | str) -> None:
+        """Fire broker fault ``kind`` (conformance.nemesis.kinds) and heal it. The runner asks before
+        the case runs whether the target can take the kinds the case names; a scenario that faults
+        without naming its kind gets the same answer here."""
+        k = broker_kind(kind)
+        if not k.offered_by(self.target):
+            raise TargetCannot(k.cannot_take(self.target))
         self._cut_all()
-        start = time.monotonic()
-        if kill:
-            self.target.kill()
-            self.history.add("nemesis", "kill -9", self.target.name)
-            self.target.start()
-        else:
-            self.target.restart()
-        self.history.add("nemesis", "restart" if not kill else "start", f"{self.target.name} accepting connections after {time.monotonic() - start:.1f}s")
-        self.fault_at, self.fault_kind = time.monotonic(), "kill" if kill else "restart"
+        strike(k, self.target, lambda op, detail: self.history.add("nemesis", op, detail))
+        self.fault_at, self.fault_kind = time.monotonic(), k.name
 
     def recovery_left(self, window: float) -> float:
         """What remains of a recovery ``window`` counted from the end of the fault (a shared fault
@@ -63,7 +63,7 @@ class BrokerFaults(Waits):
             if refused:  # e.g. 404 NOT_FOUND: the broker is up and says the queue is gone
                 raise OperationTimeout(f"{exc}; the broker's last answer: {refused[0]}") from None
             raise
-        if self.fault_kind == "kill":
+        if self.fault_kind == KILL.name:
             self._await_replicas(queue, deadline)
         return last[0]
 

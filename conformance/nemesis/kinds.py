@@ -1,0 +1,167 @@
+"""The kinds of fault the suite can inflict: what each names itself, what a target must offer to take
+it, how it is fired and how it is healed.
+
+A case names the kinds its scenario inflicts (:meth:`conformance.kit.case.Case.fault_kinds`). Each
+kind that needs something of the target names an ability: a capability of the one vocabulary
+(``conformance/catalogue/data/capabilities.yaml``) that the target offers, as the adapter offers the
+protocol's. The runner asks, before a case runs, whether the target offers every ability its kinds
+need (:func:`conformance.catalogue.capabilities.unmet`); one it lacks makes the case ``unsupported
+(no-fault)`` with the kind's own words (:attr:`FaultKind.cannot`).
+
+Three scopes:
+
+- connection: the fault proxy (conformance.nemesis.proxy) acts on one proxied connection at a frame
+  the case names (:class:`conformance.nemesis.faults.Fault`); any target takes it, and there is
+  nothing to heal on the broker (the connection is gone or held; the case connects again).
+- broker: the whole node the suite launched restarts or dies (:func:`strike`); the kind heals it
+  before the case observes (kill -9 is followed by a start on the node's own data).
+- node: one node of a cluster the suite launched dies while the others serve
+  (conformance.nemesis.cluster.Nodes); the case heals it before it ends, whatever happened.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, cast, runtime_checkable
+
+from conformance.nemesis.faults import Action
+
+CONNECTION, BROKER, NODE = "connection", "broker", "node"
+
+
+def _nothing(*_: Any) -> None:
+    return None
+
+
+def _any_target(target: Any) -> bool:
+    return True
+
+
+@dataclass(frozen=True, eq=False)
+class FaultKind:
+    name: str
+    scope: str
+    #: What the fault does, in one line.
+    does: str
+    #: The capability the target must offer (capabilities.yaml), or None: every target takes it.
+    ability: str | None = None
+    #: Whether ``target`` (a conformance.targets.Target, or None for a URL the suite only connects
+    #: to) offers :attr:`ability`.
+    offered_by: Callable[[Any], bool] = field(default=_any_target, repr=False)
+    #: Why a target without the ability cannot take it; ``{target}`` is the target's name.
+    cannot: str = ""
+    #: The nemesis's act: (target) for a broker kind, (cluster operations, node) for a node kind; a
+    #: connection kind is fired by the fault proxy on its frame instead.
+    fire: Callable[..., None] = field(default=_nothing, repr=False)
+    #: What brings the broker or node back after :attr:`fire`, same arguments; nothing when the
+    #: fault heals itself (a restart ends with the node up) or leaves nothing on the broker to heal.
+    heal: Callable[..., None] = field(default=_nothing, repr=False)
+    #: The history's words for the act ("" when the act is told by its end) and for the node being back.
+    fired_event: str = ""
+    back_event: str = "start"
+
+    def cannot_take(self, target: Any) -> str:
+        """The reason a target without the ability gives: the kind's words with the target's name."""
+        return self.cannot.format(target=getattr(target, "name", None) or "this target")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@runtime_checkable
+class ClusterOps(Protocol):
+    """What a launched cluster target offers the node kinds (conformance.nemesis.cluster.Nodes uses them)."""
+
+    def node_names(self) -> list[str]: ...
+    def node_urls(self) -> dict[str, str]: ...
+    def kill_node(self, name: str) -> None: ...
+    def start_node(self, name: str) -> None: ...
+    def stop_node(self, name: str) -> None: ...
+    def restart_node(self, name: str) -> None: ...
+    def node_running(self, name: str) -> bool: ...
+    def queue_replicas(self, queue: str) -> dict[str, Any]: ...
+    def set_policy(self, name: str, pattern: str, definition: dict[str, Any], apply_to: str = "queues") -> None: ...
+    def clear_policy(self, name: str) -> None: ...
+
+
+#: A node may die while a majority serves: three nodes at least.
+CLUSTER_NODES = 3
+
+
+def _cluster(target: Any) -> bool:
+    return isinstance(target, ClusterOps) and len(cast(ClusterOps, target).node_names()) >= CLUSTER_NODES
+
+
+def _launched(target: Any) -> bool:
+    return target is not None and bool(target.can_restart)
+
+
+_NOT_LAUNCHED = "{target} cannot be restarted or killed by the suite; broker faults need a launched target"
+
+RESTART = FaultKind(
+    "restart", BROKER, "a graceful restart of the node the suite launched; every connection is gone afterwards",
+    ability="fault.restart", offered_by=_launched, cannot=_NOT_LAUNCHED,
+    fire=lambda target: target.restart(), back_event="restart")
+KILL = FaultKind(
+    "kill", BROKER, "kill -9 of the node the suite launched, then a start on its own data",
+    ability="fault.restart", offered_by=_launched, cannot=_NOT_LAUNCHED,
+    fire=lambda target: target.kill(), heal=lambda target: target.start(), fired_event="kill -9")
+NODE_KILL = FaultKind(
+    "node-kill", NODE, "kill -9 of one node of a cluster the suite launched, while the others serve",
+    ability="fault.node-kill", offered_by=_cluster,
+    cannot="{target} is not a cluster of 3 or more nodes the suite launched; failover cases need one (e.g. --target rabbitmq-cluster)",
+    fire=lambda ops, node: ops.kill_node(node), heal=lambda ops, node: ops.start_node(node), fired_event="kill -9")
+
+#: What the fault proxy does to a connection, one kind per action of conformance.nemesis.faults.
+_CONNECTION_DOES = {
+    Action.CUT: "reset both sockets (RST) at a frame: a crashed host or a pulled cable",
+    Action.FIN: "close both sockets in order (FIN) at a frame, without the protocol's close handshake",
+    Action.STALL: "keep both sockets open and discard everything from a frame on (a blackhole)",
+    Action.DELAY: "hold a frame, and what follows it in that direction, for a while",
+    Action.DROP: "discard a frame and what follows it in that direction; the other direction flows",
+}
+CONNECTION_KINDS = {a.value: FaultKind(a.value, CONNECTION, does) for a, does in _CONNECTION_DOES.items()}
+
+#: Every kind by name.
+KINDS: dict[str, FaultKind] = {k.name: k for k in (*CONNECTION_KINDS.values(), RESTART, KILL, NODE_KILL)}
+
+
+def kind(value: FaultKind | str) -> FaultKind:
+    """The kind ``value`` names (a kind, or its name as a case written before kinds had a home
+    returns it); ValueError naming the known kinds otherwise."""
+    if isinstance(value, FaultKind):
+        return value
+    try:
+        return KINDS[value]
+    except KeyError:
+        raise ValueError(f"unknown fault kind {value!r} (known: {', '.join(KINDS)})") from None
+
+
+def broker_kind(value: FaultKind | str) -> FaultKind:
+    """:func:`kind`, refused unless it faults the whole broker (what a phased case may share)."""
+    k = kind(value)
+    if k.scope != BROKER:
+        raise ValueError(f"fault kind {k.name!r} is not a broker fault (one of {', '.join(n for n, x in KINDS.items() if x.scope == BROKER)})")
+    return k
+
+
+def abilities(target: Any) -> frozenset[str]:
+    """What ``target`` offers the nemesis: the abilities of every kind it can take."""
+    return frozenset(k.ability for k in KINDS.values() if k.ability and k.offered_by(target))
+
+
+def strike(k: FaultKind, target: Any, say: Callable[[str, str], None], shared: str = "") -> float:
+    """Fire broker kind ``k`` at ``target`` and heal it, telling the history through ``say(op,
+    detail)`` (``shared``: how many cases the fault serves, appended to each detail). Returns when
+    the node accepts connections again, with the time that took."""
+    name = target.name
+    suffix = f" {shared}" if shared else ""
+    start = time.monotonic()
+    k.fire(target)
+    if k.fired_event:
+        say(k.fired_event, f"{name}{suffix}")
+    k.heal(target)
+    took = time.monotonic() - start
+    say(k.back_event, f"{name} accepting connections after {took:.1f}s{suffix}")
+    return took
