@@ -81,6 +81,20 @@ def profile_keys() -> dict[str, KeySpec]:
     return parse_schema(yamlio.safe_load(text))
 
 
+def fmt(value: Any) -> str:
+    """A value as a profile entry, a reference or an observation is shown in a message: lowercase
+    booleans, ``none``, ``[a, b]``, ``{k: v}``."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in value.items()) + "}"
+    if value is None:
+        return "none"
+    return str(value)
+
+
 def entry_problem(key: str, value: Any) -> str | None:
     """Why ``key: value`` is not a valid profile entry, or None."""
     spec = profile_keys().get(key)

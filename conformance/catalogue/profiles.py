@@ -485,7 +485,7 @@ def load_profile_file(path: Path) -> Profile:
 
 def _load(data: Any, origin: str) -> Profile:
     profile = parse_profile(resolve(data, origin), origin)
-    from conformance.kit.reference import profile_problems  # the references live in the catalogue, which imports no profile
+    from conformance.catalogue.profile_check import profile_problems  # it reads the catalogue, which reads no profile
 
     problems = profile_problems(profile)
     if problems:

@@ -8,7 +8,8 @@ The rule every profile-keyed verdict follows:
 - anything else: fail.
 
 A profile value therefore never turns a difference into a pass, and the loader refuses a profile
-entry that differs from the reference without saying why (:func:`profile_problems`).
+entry that differs from the reference without saying why
+(:func:`conformance.catalogue.profile_check.profile_problems`).
 
 A case gives :func:`judge` a ``check``: the verdict of its observation against one assignment of the
 keys it reads (the same function it would apply to any documented value), so the rule lives here once.
@@ -17,18 +18,15 @@ keys it reads (the same function it would apply to any documented value), so the
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
-from conformance.catalogue.requirements import catalogue, requirement
+from conformance.catalogue.requirements import requirement
 from conformance.catalogue.profiles import Entry, Profile
 from conformance.catalogue.profile_keys import profile_keys
 from conformance.kit.verdicts import Outcome, Verdict, fmt, undocumented
 
 Check = Callable[[Mapping[str, Any]], Verdict]
-#: A citation of the vendor's own documentation: a URL, its docs, CHANGELOG or release notes.
-VENDOR_DOCUMENT = re.compile(r"https?://|\bdocs?\b|changelog|release notes|\bLQ-(DOC|CL)\b", re.IGNORECASE)
 
 
 def _choices(req_id: str, key: str, profile: Profile, queue_type: str | None) -> list[tuple[Any, str]] | None:
@@ -89,31 +87,3 @@ def judge(req_id: str, profile: Profile, queue_type: str | None, keys: Sequence[
         reason="; ".join(f"{e.reason} ({k} = {fmt(e.value)})" for k, e in differing.items()),
         citation="; ".join(dict.fromkeys(e.source for e in differing.values())),
     )
-
-
-def profile_problems(profile: Profile) -> list[str]:
-    """Why the profile's entries would excuse rather than explain, one line each: an entry of a
-    reference-judged key that differs from the reference and gives no reason, or an entry of a
-    vendor-judged key that cites no documentation (a URL)."""
-    problems = []
-    reqs = catalogue()
-    for key, by_qt in profile.entries.items():
-        spec = profile_keys().get(key)
-        if spec is None:
-            continue
-        for qt, entry in by_qt.items():
-            where = f"{profile.path or profile.id}: entries.{key}" + ("" if qt is None else f".by_queue_type.{qt}")
-            if spec.judged == "vendor" and not VENDOR_DOCUMENT.search(entry.source):
-                problems.append(f"{where}: the specification leaves {key} to the vendor, so the entry must cite the "
-                                "vendor's documentation (a URL, its docs, CHANGELOG or release notes), not only an observation")
-            if spec.judged != "reference" or entry.reason:
-                continue
-            for rid in spec.read_by:
-                ref = reqs[rid].reference_for(key) if rid in reqs else None
-                if ref is not None and entry.value not in ref.values:
-                    problems.append(
-                        f"{where}: {fmt(entry.value)} differs from {rid}'s reference {' or '.join(fmt(v) for v in ref.values)}; "
-                        "a profile explains a difference, never excuses it: give the reason (for a bug, the release "
-                        "that fixes it) and the entry becomes a deviation")
-                    break
-    return problems

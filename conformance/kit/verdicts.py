@@ -10,6 +10,7 @@ import enum
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
+from conformance.catalogue.profile_keys import fmt
 from conformance.catalogue.profiles import Profile
 
 
@@ -91,18 +92,6 @@ def first_failure(*verdicts: Verdict) -> Verdict:
         expected="; ".join(v.expected for v in verdicts),
         observed="; ".join(v.observed for v in verdicts),
     )
-
-
-def fmt(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(fmt(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in value.items()) + "}"
-    if value is None:
-        return "none"
-    return str(value)
 
 
 def undocumented(entry: str, profile: Profile) -> Verdict:
