@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,122 @@ def test_malformed_profiles_are_refused(tmp_path: Path, text: str, message: str)
     f.write_text(text)
     with pytest.raises(UsageError, match=message):
         load_profile_file(f)
+
+
+# --- extends: a profile holds only what differs from its parent -------------------------------------
+
+CHILD = """\
+id: mine
+title: mine
+extends: rabbitmq-3.12
+match: {versions: ">=9.0"}
+entries:
+  prefetch.global:
+    by_queue_type:
+      quorum: {value: per-consumer, reason: treated like global=false, source: "https://example.invalid/docs/qos"}
+  tx.confirms-exclusive: null
+deviations:
+  - requirement: PREFETCH-SIZE-SINGLE-MESSAGE
+    observed: connection-540
+    remove: true
+unsupported:
+  - requirement: LIMIT-MAX-DELIVERIES
+    queue_types: [classic]
+    kind: refused
+    refusal: "406 x-delivery-limit"
+    reason: replaced in place
+    source: https://example.invalid/docs/limits
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "child.yaml") -> Path:
+    f = tmp_path / name
+    f.write_text(text)
+    return f
+
+
+def test_extends_resolves_over_the_parent(tmp_path: Path) -> None:
+    parent = next(p for p in bundled_profiles() if p.id == "rabbitmq-3.12")
+    child = load_profile_file(_write(tmp_path, CHILD))
+    # id, title, checked: the child's own; match merged key by key
+    assert (child.id, child.title, child.checked) == ("mine", "mine", "")
+    assert (child.product, child.protocols, child.versions) == (parent.product, parent.protocols, ">=9.0")
+    assert child.queue_types == parent.queue_types
+    # one row replaced, the default row kept; an entry removed; the rest inherited in order
+    assert child.entries["prefetch.global"][None] == parent.entries["prefetch.global"][None]
+    assert child.entries["prefetch.global"]["quorum"].value == "per-consumer"
+    assert "tx.confirms-exclusive" not in child.entries
+    assert list(child.entries) == [k for k in parent.entries if k != "tx.confirms-exclusive"]
+    # list items by identity: removed, replaced in place
+    assert [d.requirement for d in child.deviations] == [d.requirement for d in parent.deviations if d.requirement != "PREFETCH-SIZE-SINGLE-MESSAGE"]
+    assert [u.requirement for u in child.unsupported] == [u.requirement for u in parent.unsupported]
+    assert child.unsupported[0].reason == "replaced in place" and child.unsupported[1] == parent.unsupported[1]
+
+
+def test_bundled_children_resolve_to_whole_profiles() -> None:
+    from conformance.catalogue.profiles import _bundled_raw
+
+    raw = {pid: data for pid, (_, data) in _bundled_raw().items()}
+    children = {pid: data["extends"] for pid, data in raw.items() if "extends" in data}
+    assert children["rabbitmq-4.3"] == "rabbitmq-4.0" and children["lavinmq-2.4"] == "lavinmq-2.2"
+    by_id = {p.id: p for p in bundled_profiles()}
+    for pid, parent in children.items():
+        assert parent in by_id and set(by_id[parent].entries) <= set(by_id[pid].entries) | {"failover.classic-node-loss"}, pid
+    # The RabbitMQ deviations every 0-9-1 version shares are written once, in the root profile.
+    written = [pid for pid, data in raw.items() for d in data.get("deviations") or [] if d.get("requirement") == "NACK-REJECT-REQUEUE"]
+    assert written == ["rabbitmq-3.12"]
+    assert all(p.deviation("NACK-REJECT-REQUEUE", "classic", "redelivered-same-channel") for p in by_id.values()
+               if p.product == "RabbitMQ" and "amqp-0-9-1" in p.protocols)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (CHILD.replace("extends: rabbitmq-3.12", "extends: nope"), "extends: unknown profile 'nope'"),
+        (CHILD.replace("id: mine", "id: rabbitmq-3.12"), "extends cycle: rabbitmq-3.12 -> rabbitmq-3.12"),
+        (CHILD.replace('match: {versions: ">=9.0"}', "match: {product: X}"), "names its own match.versions"),
+        (CHILD.replace("tx.confirms-exclusive: null", "no.such-entry: null"), "parent has no 'no.such-entry'"),
+        (CHILD.replace("PREFETCH-SIZE-SINGLE-MESSAGE", "NOPE"), "remove: the parent has no item with requirement 'NOPE'"),
+        (CHILD.replace("    by_queue_type:\n      quorum: {value", "    source: x\n    by_queue_type:\n      quorum: {value"), "a row is replaced whole"),
+        (CHILD.replace("extends: rabbitmq-3.12\n", "").replace("  tx.confirms-exclusive: null\n", "").replace('">=9.0"', '">=9.0", product: X, protocols: [amqp-0-9-1]'), "'remove' takes an inherited item away"),
+    ],
+)
+def test_bad_extends_are_refused_in_one_line(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(message)) as exc:
+        load_profile_file(_write(tmp_path, text))
+    assert "\n" not in str(exc.value)
+
+
+def test_an_extends_cycle_between_files_is_refused() -> None:
+    from conformance.catalogue.profiles import resolve
+
+    files = {"a": ("a.yaml", {"id": "a", "extends": "b", "match": {"versions": "*"}}),
+             "b": ("b.yaml", {"id": "b", "extends": "a", "match": {"versions": "*"}})}
+    with pytest.raises(UsageError, match=re.escape("extends cycle: a -> b -> a")):
+        resolve(files["a"][1], "a.yaml", files.get)
+
+
+def test_the_digest_is_of_the_resolved_profile_not_its_file(tmp_path: Path) -> None:
+    from conformance.catalogue.profiles import _bundled_raw, profile_digest, resolve
+
+    by_id = {p.id: p for p in bundled_profiles()}
+    src = by_id["rabbitmq-4.3"]
+    text = Path(src.path).read_text()
+    # another folder, another file name, another comment: the same digest
+    moved = load_profile_file(_write(tmp_path, "# moved\n" + text, "elsewhere.yaml"))
+    assert moved.path != src.path and profile_digest(moved) == profile_digest(src)
+    # the same profile written whole, without extends (a pure fold undone): the same digest
+    whole = resolve(_bundled_raw()["rabbitmq-4.3"][1], src.path)
+    assert "extends" not in whole
+    assert profile_digest(load_profile_file(_write(tmp_path, yaml.safe_dump(whole), "whole.yaml"))) == profile_digest(src)
+    # a changed citation is another profile
+    changed = load_profile_file(_write(tmp_path, text.replace("(v4.3.0) l.1577-1615", "(v4.3.1) l.1577-1615"), "changed.yaml"))
+    assert profile_digest(changed) != profile_digest(src)
+    # the server a run met is not profile data
+    assert profile_digest(select_profile("RabbitMQ", "4.3.0", "amqp-0-9-1")) == profile_digest(src)
+
+
+def test_a_removal_outside_extends_is_refused(tmp_path: Path) -> None:
+    root = CHILD.replace("extends: rabbitmq-3.12\n", "").replace('">=9.0"', '">=9.0", product: X, protocols: [amqp-0-9-1]')
+    with pytest.raises(UsageError, match="null removes an inherited member, so it belongs only in a profile that extends another"):
+        load_profile_file(_write(tmp_path, root))

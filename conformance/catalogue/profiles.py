@@ -230,6 +230,11 @@ def _documented(items: Any, where: str, with_observed: bool, unsupported: bool =
     return out
 
 
+def _not_removal(raw: Any, w: str) -> None:
+    if raw is None:
+        raise UsageError(f"{w}: null removes an inherited member, so it belongs only in a profile that extends another")
+
+
 def _no_removal(raw: dict[str, Any], w: str) -> None:
     if "remove" in raw:
         raise UsageError(f"{w}: 'remove' takes an inherited item away, so it belongs only in a profile that extends another "
@@ -262,6 +267,7 @@ def parse_profile(data: Any, origin: str) -> Profile:
     qts = {}
     for name, raw in (data.get("queue_types") or {}).items():
         w = f"{origin}: queue_types.{name}"
+        _not_removal(raw, w)
         if not isinstance(raw, dict):
             raise UsageError(f"{w}: expected a mapping")
         declare = raw.get("declare") or {}
@@ -284,6 +290,7 @@ def parse_profile(data: Any, origin: str) -> Profile:
     entries: dict[str, dict[str | None, Entry]] = {}
     for key, raw in (data.get("entries") or {}).items():
         w = f"{origin}: entries.{key}"
+        _not_removal(raw, w)
         if not isinstance(raw, dict):
             raise UsageError(f"{w}: expected a mapping with value and source")
         by_qt: dict[str | None, Entry] = {}
@@ -292,6 +299,7 @@ def parse_profile(data: Any, origin: str) -> Profile:
         if not isinstance(raw.get("by_queue_type") or {}, dict):
             raise UsageError(f"{w}.by_queue_type: expected a mapping of queue type to value and source")
         for qt, sub in (raw.get("by_queue_type") or {}).items():
+            _not_removal(sub, f"{w}.by_queue_type.{qt}")
             if not isinstance(sub, dict) or "value" not in sub:
                 raise UsageError(f"{w}.by_queue_type.{qt}: needs value and source")
             by_qt[qt] = Entry(sub["value"], str(_need(sub, "source", f"{w}.by_queue_type.{qt}")), _one_line(sub.get("reason")))
