@@ -37,7 +37,7 @@ def test_a_broker_that_does_not_browse_is_not_counted_and_keeps_its_messages(pro
         session.enable_confirms()
         for mid in ("m1", "m2"):
             session.publish("counted", mid.encode(), message_id=mid)
-        counter = ProtocolCounter("the example broker", proton_broker.url, op_timeout=5)
+        counter = ProtocolCounter("the example broker", proton_broker.url, op_timeout=5, adapter=ProtonAdapter)
         with pytest.raises(TargetCannot, match="asked distribution-mode copy, the example broker granted unspecified"):
             counter.queue_stats("counted")
         with pytest.raises(TargetCannot, match="granted unspecified"):  # found out once, said again at once
@@ -63,7 +63,7 @@ def test_copy_granted_but_acquired_is_caught(rabbit: RabbitMQLocalNode) -> None:
         session.enable_confirms()
         for mid in ("m1", "m2", "m3"):
             session.publish(q, mid.encode(), message_id=mid)
-        counter = ProtocolCounter("RabbitMQ 3.10 plugin", url, op_timeout=10)
+        counter = ProtocolCounter("RabbitMQ 3.10 plugin", url, op_timeout=10, adapter=ProtonAdapter)
         with pytest.raises(TargetCannot, match="second browser saw 0 of the 3 messages the first one holds.*acquires"):
             counter.queue_stats(q)
         # The counter closed its connection: the broker puts what its browsers acquired back.

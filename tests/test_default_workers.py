@@ -1,5 +1,5 @@
 """The default worker count: one more than the cores for the whole catalogue (at most four), one
-for a selection or a single core, and --workers always wins (conformance.cli.run_args)."""
+for a selection or a single core, and --workers always wins (conformance.cli.run)."""
 
 from __future__ import annotations
 
@@ -7,22 +7,22 @@ import argparse
 
 import pytest
 
-from conformance.cli import run_args
-from conformance.cli.run_args import MAX_DEFAULT_WORKERS, default_workers
+from conformance.cli import run as run_command
+from conformance.cli.run import FILTERS, MAX_DEFAULT_WORKERS, default_workers
 
 
 def ns(**kw: object) -> argparse.Namespace:
-    return argparse.Namespace(**{"workers": None, **{name: None for name in run_args.FILTERS}, **kw})
+    return argparse.Namespace(**{"workers": None, **{name: None for name in FILTERS}, **kw})
 
 
 @pytest.mark.parametrize(("cores", "want"), [(1, 1), (2, 3), (3, 4), (16, MAX_DEFAULT_WORKERS), (None, 1)])
 def test_whole_catalogue_gets_one_more_worker_than_cores(monkeypatch: pytest.MonkeyPatch, cores: int | None, want: int) -> None:
-    monkeypatch.setattr(run_args.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(run_command.os, "cpu_count", lambda: cores)
     assert default_workers(ns()) == want
 
 
 def test_a_selection_stays_in_one_process_and_an_explicit_count_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(run_args.os, "cpu_count", lambda: 2)
-    name = run_args.FILTERS[0]
+    monkeypatch.setattr(run_command.os, "cpu_count", lambda: 2)
+    name = FILTERS[0]
     assert default_workers(ns(**{name: ["x"]})) == 1
     assert default_workers(ns(workers=2)) == 2 and default_workers(ns(workers=1, **{name: ["x"]})) == 1

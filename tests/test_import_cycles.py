@@ -19,18 +19,18 @@ def imported(module_file: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("module", ["selftest", "run_args"])
+@pytest.mark.parametrize("module", ["selftest", "run"])
 def test_the_cli_is_imported_by_none_of_the_modules_it_drives(module: str) -> None:
-    assert "conformance.cli" not in imported(ROOT / "conformance" / f"{module}.py")
+    assert "conformance.cli" not in imported(ROOT / "conformance" / "cli" / f"{module}.py")
 
 
-def test_the_cli_and_the_selftest_share_the_pytest_command_line_through_run_args() -> None:
+def test_the_cli_and_the_selftest_share_the_pytest_command_line_through_run() -> None:
     from conformance import cli
-    from conformance.cli import run_args
+    from conformance.cli import run
     from conformance.cli import selftest  # noqa: F401 - importable on their own, in any order
 
-    assert cli.pytest_args is run_args.pytest_args
-    assert "conformance.cli.run_args" in imported(ROOT / "conformance" / "selftest.py")
+    assert cli.pytest_args is run.pytest_args
+    assert "conformance.cli.run" in imported(ROOT / "conformance" / "cli" / "selftest.py")
 
 
 # --- issue 19 §6: the plugin's and the case context's roles, each in a module of its own ------------

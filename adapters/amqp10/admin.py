@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from conformance.api import AckMode, QueueSpec, QueueStats
+from conformance.api import Adapter, QueueSpec, QueueStats
 from conformance.errors import ChannelClosed, OperationTimeout, TargetCannot, Unsupported
 
 #: How long a browsing link's drain may take to be answered before counting is declared impossible.
@@ -115,22 +115,24 @@ class ProtocolCounter:
       connection cut or closed) is awaited by an ordering barrier instead: a fresh connection's
       open, begin, attach and detach on the queue's address, all answered by the broker after the
       departing connection was gone. That is ordering evidence, not a count, and it is recorded so.
+
+    Both open connections of their own through ``adapter``, the AMQP 1.0 adapter whose connection
+    owns this admin (it hands itself over, so this module never imports it).
     """
 
     name = "amqp-1.0"
     counts = False
 
-    def __init__(self, product: str, url: str, *, op_timeout: float | None) -> None:
+    def __init__(self, product: str, url: str, *, op_timeout: float | None, adapter: type[Adapter]) -> None:
         self._product = product
         self._url = url
         self._op_timeout = op_timeout
+        self._adapter = adapter
         #: Why ready messages cannot be counted on this broker, once found out (asked once per admin).
         self._uncountable: str | None = None
 
     def _connect(self, purpose: str) -> Any:
-        from adapters.amqp10.proton_adapter import ProtonAdapter
-
-        return ProtonAdapter().connect(self._url, name=f"conformance amqp-1.0 {purpose}", op_timeout=self._op_timeout)
+        return self._adapter().connect(self._url, name=f"conformance amqp-1.0 {purpose}", op_timeout=self._op_timeout)
 
     def declare_queue(self, spec: QueueSpec) -> str:
         if spec.arguments or spec.queue_type not in ("classic", "default"):
@@ -143,13 +145,11 @@ class ProtocolCounter:
     def queue_stats(self, name: str) -> QueueStats:
         if self._uncountable is not None:
             raise TargetCannot(self._uncountable, kind="cannot-express")
-        from adapters.amqp10.proton_adapter import ProtonConsumer
-
         conn = self._connect("counter")
         try:
             session = conn.session()
             try:
-                browser = ProtonConsumer(session, name, AckMode.MANUAL, None, True, for_get=True)
+                browser = session.browser(name)
             except ChannelClosed as exc:
                 self._uncountable = f"counting ready messages of {name} over AMQP 1.0: the broker refused a browsing link ({exc.text})"
                 raise TargetCannot(self._uncountable, kind="cannot-express") from None
@@ -165,7 +165,7 @@ class ProtocolCounter:
                 raise TargetCannot(self._uncountable, kind="cannot-express")
             # A broker may echo copy and still acquire (RabbitMQ's 3.x plugin does): a second browser,
             # while the first still holds its deliveries unsettled, must see the same messages.
-            again, answered = self._browse_drain(ProtonConsumer(session, name, AckMode.MANUAL, None, True, for_get=True))
+            again, answered = self._browse_drain(session.browser(name))
             if len(again) != len(seen):
                 self._uncountable = (f"counting ready messages over AMQP 1.0: {self._product} granted distribution-mode copy, "
                                      f"but a second browser saw {len(again)} of the {len(seen)} messages the first one holds"
@@ -211,7 +211,8 @@ class ProtocolCounter:
         return None
 
 
-def admin_for(product: str, url: str, *, op_timeout: float | None) -> QueueAdmin:
+def admin_for(product: str, url: str, *, op_timeout: float | None, adapter: type[Adapter]) -> QueueAdmin:
+    """The backend for the server the AMQP 1.0 ``adapter`` connected to."""
     if product.lower() == "rabbitmq":
         return Amqp091Admin(url, op_timeout=op_timeout)
-    return ProtocolCounter(product, url, op_timeout=op_timeout)
+    return ProtocolCounter(product, url, op_timeout=op_timeout, adapter=adapter)

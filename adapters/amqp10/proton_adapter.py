@@ -452,6 +452,11 @@ class ProtonSession(Session):
         self._last_address = self._address(queue)
         return ProtonConsumer(self, queue, ack_mode, prefetch if prefetch is not None else self._default_prefetch, browse)
 
+    def browser(self, queue: str) -> ProtonConsumer:
+        """A link asking for distribution-mode copy that gets credit only when drained: how the
+        protocol counter (adapters.amqp10.admin) counts ready messages without taking them."""
+        return ProtonConsumer(self, queue, AckMode.MANUAL, None, True, for_get=True)
+
     def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:
         """One message with credit 1. Emptiness is proven by the admin backend's ready count where it
         keeps counts, else by a drain. (Not drain first: RabbitMQ's 3.x plugin crashes the session on a
@@ -701,7 +706,7 @@ class ProtonConnection(Connection):
     def admin(self) -> QueueAdmin:
         if self._admin is None:
             url = self._url.replace("amqp10://", "amqp://", 1)
-            self._admin = admin_for(self.server.product, url, op_timeout=self._op_timeout)
+            self._admin = admin_for(self.server.product, url, op_timeout=self._op_timeout, adapter=ProtonAdapter)
         return self._admin
 
     def session(self) -> Session:

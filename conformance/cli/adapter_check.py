@@ -219,3 +219,39 @@ def check(adapter: Adapter, url: str, timeout: float = 5.0) -> list[Result]:
 def _fresh(state: dict[str, Any], adapter: Adapter, url: str, timeout: float) -> Connection:
     """A new connection (the first was cut, or closed by the broker after a refused ack)."""
     return adapter.connect(url, timeout=timeout, name="conformance adapter-check 2", op_timeout=timeout)
+
+
+# -- the command: ``conformance adapter-check`` --------------------------------------------------------
+
+def add_parser(sub: Any) -> None:
+    ac = sub.add_parser("adapter-check", help="exercise every neutral-API operation of an adapter against a real broker; report contract breaks")
+    ac.add_argument("--adapter", required=True, help="adapter plugin name")
+    ac.add_argument("--target", required=True, help="broker URL or launcher name")
+    ac.set_defaults(func=command)
+
+
+def command(args: Any) -> int:
+    """:func:`check` against a target (launched and stopped here if named)."""
+    from urllib.parse import urlsplit
+
+    from conformance.api import adapter_for
+    from conformance.cli.exit_codes import EXIT_FAIL, EXIT_OK
+    from conformance.errors import TargetError
+    from conformance.targets import make_target
+
+    target = make_target(args.target)
+    try:
+        target.start()
+    except TargetError as exc:  # an unreachable broker is one line (exit 2), not a traceback
+        raise UsageError(str(exc)) from None
+    try:
+        adapter = adapter_for(urlsplit(str(target.url)).scheme, args.adapter)()
+        results = check(adapter, target.url)
+    finally:
+        target.stop()
+    for r in results:
+        print(r.line())
+    broken = [r for r in results if r.outcome == "broken"]
+    print(f"adapter-check {args.adapter}: {len(results) - len(broken)} of {len(results)} operations keep the contract"
+          + (f", {len(broken)} broken" if broken else ""))
+    return EXIT_FAIL if broken else EXIT_OK

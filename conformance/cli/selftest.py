@@ -38,6 +38,7 @@ from conformance.runner.results import read_results, read_run
 from conformance.nemesis.spare_node import SpareNode
 
 if TYPE_CHECKING:
+    from conformance.runner.options import Option
     from conformance.runner.progress import StepProgress
     from conformance.targets import Target
 
@@ -111,7 +112,7 @@ def workers_for(opts: Options, run: Run) -> int:
 
 
 def _pytest_argv(opts: Options, run: Run, out: Path, env: dict[str, str] | None = None) -> list[str]:
-    from conformance.cli.run_args import pytest_args
+    from conformance.cli.run import pytest_args
 
     ns = argparse.Namespace(
         target=opts.target_url, adapter=opts.adapter, profile=opts.profile, requirement=run.requirements,
@@ -120,11 +121,9 @@ def _pytest_argv(opts: Options, run: Run, out: Path, env: dict[str, str] | None 
         # busy machine: up to 10 s); a quorum queue's recovery window is 15 s
         case_timeout=max(opts.case_timeout, RESTART_CASE_TIMEOUT_S) if run.disruptive == "only" else opts.case_timeout,
         keep_history=False, verbose=False, mutation=run.mutation, pack=opts.packs or None,
+        disruptive=run.disruptive, attach_target=json.dumps(opts.handle) if opts.handle else None,
     )
-    argv = pytest_args(ns, out, env) + ["--disruptive", run.disruptive]
-    if opts.handle:
-        argv += ["--attach-target", json.dumps(opts.handle)]
-    return argv
+    return pytest_args(ns, out, env)
 
 
 def execute(opts: Options, run: Run) -> Run:
@@ -533,3 +532,93 @@ tr.unproven th{{background:#ffe082}}tr.na{{color:#aaa}}tbody th{{text-align:left
 Yellow rows: provable but unproven. Grey rows: not provable on this target (unsupported, not applicable).</p>
 <table><thead><tr><th>case</th><th>level</th><th>clean</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></body></html>
 """
+
+
+# -- the command: ``conformance selftest`` -------------------------------------------------------------
+
+def _command_options() -> tuple[Option, ...]:
+    """What the self-test shares with ``conformance run`` (conformance.runner.options), with its own
+    defaults where they differ, then its own options."""
+    from conformance.runner.options import OPTIONS, Option
+
+    return (
+        *(OPTIONS[name] for name in ("target", "adapter", "profile")),
+        OPTIONS["out"].but(help="output folder (default: runs/selftest-<timestamp>)"),
+        OPTIONS["area"],
+        OPTIONS["pack"],
+        OPTIONS["mutation"].but(flags=("--mutation", "-m"), repeatable=True, help="only this mutation (repeatable; default: every mutation of the protocol)"),
+        OPTIONS["workers"].but(default=2, help="worker processes of the clean runs (default 2; mutation runs use one each and go --parallel at once)"),
+        Option("parallel", ("--parallel", "-p"), "mutation runs at once (default 2)", type=int, default=2, at_least=1, pytest=False),
+        OPTIONS["case_timeout"].but(default=30.0, help="deadline per case in seconds (default 30)"),
+        Option("scope", ("--scope",), "declared (default): each mutation runs the cases it is declared to break, then the cases still "
+               "unproven that it reaches; reach: every case it reaches (a full collateral audit, several times longer)",
+               choices=("declared", "reach"), default="declared", pytest=False),
+        Option("skip_restarts", ("--skip-restarts",), "leave out the cases that restart or kill the broker (one restart and one kill per run, "
+               "shared by its cases)", switch=True, pytest=False),
+        Option("list", ("--list",), "list the mutations and what each is declared to break, then exit", switch=True, pytest=False),
+    )
+
+
+def add_parser(sub: Any) -> None:
+    from conformance.runner.options import declare
+
+    st = sub.add_parser("selftest", help="prove the catalogue can fail: run it clean and through each protocol mutation, write the kill matrix")
+    declare(st.add_argument, _command_options())
+    st.set_defaults(func=command)
+
+
+def command(args: argparse.Namespace) -> int:
+    from urllib.parse import urlsplit
+
+    from rich.console import Console
+
+    from conformance.api import adapter_for
+    from conformance.catalogue import packs
+    from conformance.cli.exit_codes import EXIT_FAIL, EXIT_OK
+    from conformance.errors import ConformanceError
+    from conformance.runner.options import check
+    from conformance.runner.progress import Console as ProgressConsole
+    from conformance.runner.progress import StepProgress
+    from conformance.targets import make_target, redact
+
+    console = Console(highlight=False)
+    if args.list:
+        declared = expectations()
+        for m in available():
+            exp = declared.get(m.name)
+            console.print(f"[bold]{m.name}[/bold] ({m.protocol}): {m.description}", markup=True)
+            console.print(f"    breaks: {', '.join(exp.breaks) if exp else '(not declared)'}", markup=False)
+        return EXIT_OK
+    options = _command_options()
+    check(vars(args), options=options)  # a pack's area is a valid --area
+    out = args.out or Path("runs") / time.strftime("selftest-%Y%m%dT%H%M%SZ", time.gmtime())
+    try:
+        target = make_target(args.target)
+        target.start()
+    except ConformanceError as exc:
+        raise UsageError(str(exc).replace(args.target, redact(args.target))) from None
+    try:
+        adapter_cls = adapter_for(urlsplit(target.url).scheme, args.adapter)
+        protocol = adapter_cls().protocol
+        check(vars(args), packs.adapter_entry_name(adapter_cls), options)  # its package's packs, before expectations are read
+        opts = Options(packs=args.pack or [], target_url=target.url, handle=target.handle(), protocol=protocol, out=out, adapter=args.adapter,
+                       profile=args.profile, areas=args.area or [], mutations=args.mutation or [], workers=args.workers,
+                       parallel=args.parallel, case_timeout=args.case_timeout, skip_restarts=args.skip_restarts, scope=args.scope,
+                       # a launched target the suite restarts gets a twin for the restart runs
+                       second_target=(lambda: make_target(args.target)) if target.can_restart and target.handle() else None)
+        with StepProgress("selftest: mutation runs", ProgressConsole.for_stdout(verbose=False)) as progress:
+            matrix = selftest(opts, say=progress.say, progress=progress)
+    finally:
+        target.stop()
+    c = matrix["counts"]
+    console.print(f"kill matrix: {c['cases']} cases ({c['provable']} provable), {c['mutations']} mutations, {c['kills']} kills, "
+                  f"{c['blind_spots']} blind spots, {c['unexercised']} unexercised, {c['unproven']} unproven ({c['unproven_must']} MUST), "
+                  f"{c['false_alarms']} false alarms, {matrix['wall_s']:.0f}s", markup=False)
+    for problem in matrix["problems"]:
+        console.print(f"PROBLEM: {problem}", markup=False)
+    levels = {c["case"]: (c["level"], c["clean"]) for c in matrix["cases"]}
+    for case in matrix["unproven"]:
+        level, clean = levels[case]
+        console.print(f"  unproven: {case} [{level}]" + (" (documented deviation on the clean run)" if clean == "deviation" else ""), markup=False)
+    console.print(f"kill matrix: {out}/killmatrix.json  {out}/killmatrix.md", markup=False)
+    return EXIT_OK if matrix["ok"] else EXIT_FAIL

@@ -23,7 +23,7 @@ import conformance
 from conformance.runner import allure
 from conformance.api import Adapter, adapter_for
 from conformance.catalogue.requirements import catalogue_digest
-from conformance.errors import ConformanceError, NoReply, OperationTimeout, TargetError, UsageError
+from conformance.errors import ConformanceError, NoReply, OperationTimeout, TargetError
 from conformance.runner import preflight  # issue 16: the suite's assumptions, checked before the catalogue
 from conformance.catalogue import packs  # issue 19 §2: requirement packs
 from conformance.runner import judged
@@ -56,12 +56,11 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     register_url(spec)
     allure.install_scrubbing_writer()
-    try:  # issue 19 §2: the selected requirement packs are part of the catalogue the options name
-        packs.activate(packs.selection(config.getoption("--pack") or [], config.getoption("--adapter")))
-    except UsageError as exc:
+    try:  # the options, the requirement packs they select included, before anything is launched
+        check_options(config)
+    except pytest.UsageError as exc:
         _abort_record(config, str(exc))
-        raise pytest.UsageError(str(exc)) from None
-    check_options(config)
+        raise
     worker = getattr(config, "workerinput", None)
     target: Target | None = None
     mutation_proxy: IsolatedFaultProxy | None = None
@@ -84,7 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 url = SecretUrl(mutation_proxy.url(url))
         scheme = urlsplit(url).scheme
         adapter = adapter_for(scheme, config.getoption("--adapter"))()
-        loaded = packs.activate(packs.selection(config.getoption("--pack") or [], packs.adapter_entry_name(type(adapter))))
+        loaded = check_options(config, packs.adapter_entry_name(type(adapter)))  # the packs its package ships too
         config.args.extend(str(p.cases_dir) for p in loaded if str(p.cases_dir) not in config.args)  # issue 19 §2
         server = _probe_server(adapter, url)
         profile = select_profile(server.product, server.version, adapter.protocol, config.getoption("--profile"))
