@@ -23,7 +23,29 @@ SEED_003 = "003_8cd52a762dc6f1af.txt"
 
 
 def test_the_lavinmq_profiles_are_bundled() -> None:
-    assert {p.id for p in LAVIN} == {"lavinmq-1", "lavinmq-2.0", "lavinmq-2.2", "lavinmq-2.4"}
+    assert {p.id for p in LAVIN} == {"lavinmq-1", "lavinmq-2.0", "lavinmq-2.2", "lavinmq-2.4", "lavinmq-2.9"}
+
+
+def test_each_version_extends_the_previous_one() -> None:
+    """A new version's profile holds only what differs: each extends the one before it."""
+    from conformance.catalogue.profiles import _bundled_raw
+
+    raw = {pid: data for pid, (_, data) in _bundled_raw().items() if pid.startswith("lavinmq-")}
+    assert {pid: data.get("extends") for pid, data in raw.items()} == {
+        "lavinmq-1": None, "lavinmq-2.0": "lavinmq-1", "lavinmq-2.2": "lavinmq-2.0", "lavinmq-2.4": "lavinmq-2.2",
+        "lavinmq-2.9": "lavinmq-2.4",
+    }
+
+
+def test_2_9_grounds_failover_on_confirms_that_wait_for_the_replicas() -> None:
+    """2.9.0 (#2002) confirms only what every in-sync follower has synced: the promoted follower holds
+    every confirmed message. 2.4-2.8 keep the 2.0 citation; the value is the same."""
+    by_id = {p.id: p for p in LAVIN}
+    new, old = by_id["lavinmq-2.9"].entry("failover.classic-node-loss"), by_id["lavinmq-2.4"].entry("failover.classic-node-loss")
+    assert new.value == old.value == {"unmirrored": "mirror-promoted", "mirrored": "mirror-promoted"}
+    assert "#2002" not in old.source and "pull/2002" in new.source and "2.9.0" in new.source
+    assert select_profile("LavinMQ", "2.8.3", "amqp-0-9-1").id == "lavinmq-2.4"
+    assert select_profile("LavinMQ", "2.9.0", "amqp-0-9-1").id == select_profile("LavinMQ", "2.9.1", "amqp-0-9-1").id == "lavinmq-2.9"
 
 
 def test_every_lavinmq_entry_cites_a_source() -> None:
@@ -46,7 +68,7 @@ def test_version_ranges_neither_overlap_nor_leave_gaps() -> None:
     for v in releases_to_newest():
         matching = [p.id for p in LAVIN if v in SpecifierSet(p.versions)]
         assert len(matching) == 1, f"LavinMQ {v}: matched by {matching or 'no profile'}"
-    for v in ("1.0.0", "1.3.1", "2.0.0", "2.1.0", "2.2.0", "2.3.0", "2.4.0", str(NEWEST)):
+    for v in ("1.0.0", "1.3.1", "2.0.0", "2.1.0", "2.2.0", "2.3.0", "2.4.0", "2.8.9", "2.9.0", str(NEWEST)):
         assert select_profile("LavinMQ", v, "amqp-0-9-1").product == "LavinMQ", v
     assert select_profile("LavinMQ", "0.9.9", "amqp-0-9-1").id == "amqp-0-9-1"  # AvalancheMQ era: no guess
 
