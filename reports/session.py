@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from reports.class_archive import class_archive_options
+from reports.cds import class_archive_options
 
 #: log4j2 for a quiet session: WARN and above, to the JVM's stderr (which goes to the log file).
 QUIET_LOG4J2 = """status = error

@@ -1,4 +1,4 @@
-"""The driver JVM's class archive (reports.class_archive, issue 20): mapped when there is one,
+"""The driver JVM's class archive (reports.cds): mapped when there is one,
 recorded only when asked (scripts/install.sh, or CONFORMANCE_SPARK_CDS=1: once by one run, taken by
 later runs only once it has been written out), never with CONFORMANCE_SPARK_CDS=0.
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import class_archive as session
+from reports import cds
 
 
 @pytest.fixture
@@ -25,24 +25,24 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_by_default_an_archive_is_mapped_but_never_recorded(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CONFORMANCE_SPARK_CDS")
-    assert session.class_archive_options() == []
+    assert cds.class_archive_options() == []
     assert list(cache.iterdir()) == []  # nothing recorded, nothing on its way
-    archive = session.archive_path()
+    archive = cds.archive_path()
     archive.write_bytes(b"archive")  # what scripts/install.sh recorded
-    assert session.class_archive_options() == [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
+    assert cds.class_archive_options() == [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
     monkeypatch.setenv("CONFORMANCE_SPARK_CDS", "0")
-    assert session.class_archive_options() == []
+    assert cds.class_archive_options() == []
 
 
 def test_the_first_run_records_and_a_later_one_takes_the_settled_archive(cache: Path) -> None:
-    first = session.class_archive_options()
+    first = cds.class_archive_options()
     assert len(first) == 1 and first[0].startswith("-XX:ArchiveClassesAtExit=") and first[0].endswith(".part")
     part = Path(first[0].split("=", 1)[1])
     part.write_bytes(b"archive")  # what the first JVM wrote as it exited...
-    assert session.class_archive_options() == []  # ...still too fresh to be taken whole, and nobody records a second
-    old = time.time() - session.CDS_SETTLE_S - 5
+    assert cds.class_archive_options() == []  # ...still too fresh to be taken whole, and nobody records a second
+    old = time.time() - cds.CDS_SETTLE_S - 5
     os.utime(part, (old, old))
-    taken = session.class_archive_options()
+    taken = cds.class_archive_options()
     archive = Path(taken[0].split("=", 1)[1])
     assert taken == [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"] and archive.read_bytes() == b"archive" and not part.exists()
-    assert session.class_archive_options() == taken  # from now on every run maps it
+    assert cds.class_archive_options() == taken  # from now on every run maps it
