@@ -391,9 +391,7 @@ _IDENTITY = {
 
 def _merge(parent: dict[str, Any], child: dict[str, Any], origin: str) -> dict[str, Any]:
     out: dict[str, Any] = {k: child[k] for k in ("id", "title", "checked") if k in child}
-    for key in child:
-        if key not in PROFILE_FIELDS:
-            out[key] = child[key]  # refused by parse_profile, named in its message
+    out.update({k: v for k, v in child.items() if k not in PROFILE_FIELDS})  # refused by parse_profile, named in its message
     match = child.get("match")
     if match is not None and not isinstance(match, dict):
         raise UsageError(f"{origin}: 'match' must be a mapping")
