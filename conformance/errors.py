@@ -130,7 +130,7 @@ class DeliveriesMissing(OperationTimeout):
     """Deliveries a scenario waited for did not arrive within its explicit window.
 
     Not the suite's breakage: an observation about the broker (a lost or withheld message) that a
-    verdict judges (:func:`conformance.runner.liveness.missing_verdict`), once a health probe showed the
+    verdict judges (:func:`conformance.runner.missing_deliveries.missing_verdict`), once a health probe showed the
     target still answers. A timeout still, so a scenario that expects the broker to be unavailable
     (after kill -9) and catches OperationTimeout keeps its own judgement."""
 

@@ -18,7 +18,9 @@ import pytest
 from pamqp import body as pbody, commands, header as pheader
 
 from adapters.amqp091.pika_adapter import PikaAdapter
+from conformance.runner import inflight
 from conformance.runner import liveness
+from conformance.runner import missing_deliveries
 from conformance.runner import preflight
 from conformance.catalogue.requirements import requirement
 from conformance.errors import DeliveriesMissing, NoReply
@@ -35,7 +37,7 @@ CASE_TIMEOUT = 30
 
 def test_a_missing_delivery_is_a_fail_naming_what_did_not_arrive() -> None:
     exc = DeliveriesMissing("q1", 3, ["m1"], 5.0, ["m1", "m2", "m3"])
-    v = liveness.missing_verdict(liveness.missing_obs(exc))
+    v = missing_deliveries.missing_verdict(missing_deliveries.missing_obs(exc))
     assert v.outcome is Outcome.FAIL and v.spec == "fail" and v.key == "deliveries-missing"
     assert "3 deliveries" in v.expected and "within 5s" in v.expected
     assert "1 arrived within 5s (missing m2, m3): [m1]" in v.observed
@@ -209,14 +211,14 @@ def test_the_case_deadline_names_the_operation_it_interrupted() -> None:
     class Failed(BaseException):  # pytest-timeout raises pytest's Failed outcome inside the wait
         pass
 
-    liveness.clear_interrupted()
+    inflight.clear_interrupted()
     with pytest.raises(ConnectionError):
-        with liveness.inflight("queue.declare", "queue.declare-ok"):
+        with inflight.inflight("queue.declare", "queue.declare-ok"):
             raise ConnectionError("a client library's own error is not the deadline")
-    assert liveness.deadline_text(30) is None
+    assert inflight.deadline_text(30) is None
     with pytest.raises(Failed):
-        with liveness.inflight("tx.commit", "tx.commit-ok"):
+        with inflight.inflight("tx.commit", "tx.commit-ok"):
             raise Failed()
-    text = liveness.deadline_text(30)
+    text = inflight.deadline_text(30)
     assert text is not None and text.startswith("Timeout: case deadline 30s reached in tx.commit: no tx.commit-ok after ")
-    assert liveness.deadline_text(30) is None  # read once
+    assert inflight.deadline_text(30) is None  # read once

@@ -51,7 +51,7 @@ def test_redaction_keeps_each_report_kind_of_longrepr_its_type(monkeypatch: pyte
     from _pytest._code.code import ReprFileLocation
 
     from conformance import secrets as registry
-    from conformance.runner.records import _scrub_report
+    from conformance.pytest_plugin.reporting import _scrub_report
 
     # the secret is this test's: the registry is restored after it (later tests in the process see none of it)
     monkeypatch.setattr(registry, "_secrets", set(registry.registered()))

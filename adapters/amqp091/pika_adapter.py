@@ -33,7 +33,7 @@ from conformance.api import (
     Session,
 )
 from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, NoReply, OperationTimeout, PublishNotConfirmed, Unsupported
-from conformance.runner import liveness
+from conformance.runner.inflight import inflight
 
 # pika logs every socket failure at ERROR with a traceback; this adapter translates each of those
 # failures into the neutral API's errors (ConnectionLost, NoReply, ChannelClosed), which the case
@@ -99,7 +99,7 @@ def _translate(fn: F, *, watch: bool) -> F:
         if conn.was_cut:
             raise ConnectionLost(conn.cut_reason)
         try:
-            with conn.watchdog(conn.op_timeout if watch else None, op, reply), liveness.inflight(op, reply):
+            with conn.watchdog(conn.op_timeout if watch else None, op, reply), inflight(op, reply):
                 return fn(self, *args, **kwargs)
         except px.ChannelClosedByBroker as exc:
             raise ChannelClosed(exc.reply_code, _text(exc.reply_text)) from exc
@@ -309,7 +309,7 @@ class PikaConnection(Connection):
         self.no_reply: NoReply | None = None
         self.cut_reason = "connection was cut by the suite"
         try:
-            with liveness.inflight("connection.open", "connection.open-ok"):
+            with inflight("connection.open", "connection.open-ok"):
                 self.pika = pika.BlockingConnection(params)
         except px.ProbableAuthenticationError as exc:
             raise AdapterError(f"authentication refused: {exc!r}") from exc

@@ -4,7 +4,7 @@ Load with ``-p conformance.pytest_plugin`` (``conformance run`` does). The contr
 launches the target (if a launcher was named) and hands its URL to xdist workers; every process
 probes the server once to learn product and version and pick the profile.
 
-Issue 19 §6: each role has a module of its own, and this module is only where pytest finds them.
+Each role has a module of its own, and this module is only where pytest finds them.
 pytest registers the hooks and fixtures it finds in a plugin module's namespace, imported ones
 included, so importing them here keeps the one plugin (``-p conformance.pytest_plugin``) and every
 hook's ordering (tryfirst, trylast, hookwrapper) exactly as they were:
@@ -14,15 +14,16 @@ hook's ordering (tryfirst, trylast, hookwrapper) exactly as they were:
 - conformance.runner.lifecycle: target, profile, preflight, run.json, the xdist hand-off, the end;
 - conformance.pytest_plugin.fixtures: a case's parameters and the ``conformance_case`` fixture;
 - conformance.runner.case_runner: scenario, verdict, profile and the broker lock of one case;
-- conformance.runner.records: the result record and the scrubbed report of one case;
+- conformance.pytest_plugin.reporting: one case's report: its record written, its text scrubbed
+  (conformance.runner.records builds the record, the one place its fields are set);
 - conformance.pytest_plugin.selection: which cases run, in which order, under which deadline.
 """
 
 from __future__ import annotations
 
-from conformance.pytest_plugin.fixtures import ATTEMPT_ID, conformance_attempt, conformance_case, pytest_generate_tests, queue_type, variant
-from conformance.runner.records import case_id, pytest_runtest_makereport
-from conformance.runner.case_runner import STASH_RESULT
+from conformance.pytest_plugin.fixtures import conformance_attempt, conformance_case, pytest_generate_tests, queue_type, variant
+from conformance.pytest_plugin.reporting import pytest_runtest_makereport
+from conformance.runner.records import ATTEMPT_ID, STASH_RESULT, case_id
 from conformance.runner.lifecycle import (
     pytest_configure,
     pytest_configure_node,

@@ -9,6 +9,7 @@ import pytest
 
 from conformance.kit.case import Case
 from conformance.runner.case_runner import run_case
+from conformance.runner.records import ATTEMPT_ID
 from conformance.runner.state import state_of
 
 
@@ -40,10 +41,6 @@ def queue_type() -> str | None:
 @pytest.fixture
 def variant() -> str | None:
     return None
-
-
-#: The id pytest gives a repetition (``[classic-attempt2]``); the record's case_id leaves it out.
-ATTEMPT_ID = "attempt"
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The case runner: scenario, verdict and profile, the broker lock, the result it stashes for the record."""
+"""The case runner: scenario, verdict and profile, the broker lock; what it decided goes to conformance.runner.records."""
 
 from __future__ import annotations
 
@@ -17,24 +17,19 @@ from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, 
 from conformance.kit.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
 from conformance.kit.history import History
 from conformance.runner import deadline
+from conformance.runner import inflight
 from conformance.runner import liveness
+from conformance.runner import records
 from conformance.runner import preflight
 from conformance.runner import shared_faults  # one broker fault shared by the disruptive cases
 from conformance.runner import hangs
+from conformance.runner.missing_deliveries import missing_obs
 from conformance.nemesis.mutations import alters
 from conformance.targets import probe_tcp, redact
 from conformance.unsupported import CANNOT_EXPRESS, NO_FAULT
 from conformance.nemesis.kinds import FaultKind
 from conformance.kit.verdicts import Outcome, Verdict, apply_profile
 from conformance.runner.state import RunState
-
-#: The case's result, stashed on its item by the runner; conformance.runner.records writes it.
-STASH_RESULT = pytest.StashKey[dict[str, Any]]()
-
-
-def _decide(item: pytest.Item, result: dict[str, Any]) -> None:
-    item.stash[STASH_RESULT] = result
-
 
 def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | None, variant: str | None) -> None:
     """Scenario, verdict, record. Its frames are the suite's, not the broker's: hidden from tracebacks.
@@ -48,11 +43,7 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
     except hangs.Rerun as again:
         state.dead_cause = None  # what this process saw before the restart; the shared record says if it failed
         deadline.rearm(item)
-        try:
-            _attempt(item, state, case, queue_type, variant, str(again))
-        finally:
-            if STASH_RESULT in item.stash:
-                item.stash[STASH_RESULT]["rerun"] = str(again)
+        _attempt(item, state, case, queue_type, variant, str(again))
     finally:
         hangs.end(state.health_path, item.nodeid)
         hangs.ran(item.nodeid)
@@ -61,39 +52,18 @@ def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
 def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | None, variant: str | None, rerun: str | None) -> None:
     __tracebackhide__ = True
     req = requirement(case.requirement)
-    base = {"requirement": req.id, "level": req.level_for(state.adapter.protocol), "area": req.area, "queue_type": queue_type, "variant": variant}
     target_label = f"{state.server['product']} {state.server['version']} {state.adapter.protocol}"
     allure.labels(req, queue_type, variant, target_label, state.adapter.protocol, state.profile.id)
     started = time.monotonic()
     waited = [0.0]  # time spent waiting for the broker lock or a restart: the case's record keeps it apart
 
-    def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "") -> None:
+    def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "", brief: bool = False) -> None:
         allure.verdict_label(v.outcome.value)
         if v.outcome not in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED):
             allure.attach(v.render(req.id, req.level_for(state.adapter.protocol)), history, trace)
-        keep = history is not None and (state.keep_history or v.outcome not in (Outcome.PASS,))
-        _decide(
-            item,
-            {
-                **base,
-                "verdict": v.outcome.value,
-                "spec_verdict": v.spec,
-                "vendor_verdict": v.vendor,
-                "expected": v.expected,
-                "observed": v.observed,
-                "reason": v.reason,
-                "citation": v.citation,
-                "unsupported_kind": v.unsupported_kind or None,
-                "duration_s": round(time.monotonic() - started - waited[0], 4),
-                "lock_wait_s": round(waited[0], 4),
-                "observations": obs,
-                "history": history.as_records() if keep and history else None,
-                "wire_trace": trace.splitlines() if keep and trace else None,
-                "rendered": v.render(req.id, req.level_for(state.adapter.protocol)),
-                "history_text": history.render() if history else "",
-                "trace_text": trace,
-            },
-        )
+        records.decided(item, req, state.adapter.protocol, queue_type, variant, v, duration_s=time.monotonic() - started - waited[0],
+                        lock_wait_s=waited[0], observations=obs, history=history, trace=trace, keep_history=state.keep_history,
+                        rerun=rerun, brief=brief)
 
     health = hangs.begin(state.health_path, item.nodeid)  # waits while another worker restarts the target
     waited[0] = time.monotonic() - started
@@ -114,8 +84,7 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
     if dead:
         # a silent target's cause names itself ("target stopped answering ..."); a gone one is "down"
         said = dead if dead.startswith("target ") else f"target is down: {dead}"
-        finish(Verdict(Outcome.ERROR, "a reachable target", said))
-        item.stash[STASH_RESULT]["brief"] = True  # one line per remaining case: the cause was shown once
+        finish(Verdict(Outcome.ERROR, "a reachable target", said), brief=True)  # one line per remaining case: the cause was shown once
         pytest.fail(f"error: target is down since an earlier case: {dead}", pytrace=False)
     why = _not_applicable(req, state, queue_type, case.fault_kinds(variant))
     if why:
@@ -125,7 +94,7 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
     if blocked is not None:
         finish(blocked)
         raise TargetError(blocked.observed)
-    liveness.clear_interrupted()
+    inflight.clear_interrupted()
     history = History()
     if rerun:
         history.add("suite", "rerun", rerun)
@@ -218,13 +187,13 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         if judged.verdict is not None and judged.verdict.outcome is not Outcome.ERROR:
             ctx.close(True)
             v = apply_profile(judged.verdict, req.id, queue_type, state.profile)
-            finish(v, history, {"missing": liveness.missing_obs(exc)} if isinstance(exc, DeliveriesMissing) else None, ctx.wire_trace())
+            finish(v, history, {"missing": missing_obs(exc)} if isinstance(exc, DeliveriesMissing) else None, ctx.wire_trace())
             if v.outcome is Outcome.FAIL:
                 pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
             pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
         detail = f"{type(exc).__name__}: {exc}" + (f" (target down: {cause})" if cause else "")
         if type(exc).__name__ == "Failed":  # the case deadline (pytest-timeout): name the operation
-            detail = liveness.deadline_text(item.config.getoption("--case-timeout")) or detail
+            detail = inflight.deadline_text(item.config.getoption("--case-timeout")) or detail
         if judged.verdict is not None:
             detail = judged.verdict.observed
         ctx.close(True)
@@ -317,4 +286,3 @@ def _not_applicable(req: Requirement, state: RunState, queue_type: str | None, f
 
 def _target_label(state: RunState) -> str:
     return state.target.name if state.target else redact(state.url)
-

@@ -27,6 +27,7 @@ from conformance.errors import ConformanceError, NoReply, OperationTimeout, Targ
 from conformance.runner import preflight  # issue 16: the suite's assumptions, checked before the catalogue
 from conformance.catalogue import packs  # issue 19 §2: requirement packs
 from conformance.runner import judged
+from conformance.runner import records
 from conformance.runner import hangs
 from conformance.nemesis.cluster import merge_mutation_stats, mutated_node_urls
 from conformance.catalogue.profiles import select_profile
@@ -128,11 +129,11 @@ def pytest_configure(config: pytest.Config) -> None:
     _cluster_urls(state, config, worker)  # issue 21
     config.stash[STATE_KEY] = state
     if worker is None:
-        allure.environment(getattr(config.option, "allure_report_dir", None), state.meta())
+        allure.environment(getattr(config.option, "allure_report_dir", None), records.run_fields(state))
     if worker is None and state.writer:
         state.writer.write_run(
             {
-                **state.meta(),
+                **records.run_fields(state),
                 "started_at": time.time(),
                 "host": platform.node(),
                 "python": platform.python_version(),
@@ -194,7 +195,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
                 if rec.get("run_id") == state.run_id:
                     counts[rec["verdict"]] = counts.get(rec["verdict"], 0) + 1
             status = f"aborted: {state.abort_cause}" if state.abort_cause else "finished"
-            meta = {**state.meta(), "finished_at": time.time(), "counts": counts, "status": status,
+            meta = {**records.run_fields(state), "finished_at": time.time(), "counts": counts, "status": status,
                     "judged": judged.summary(counts)}  # the score's base: error and blocked apart
             meta.update(hangs.run_record(state.health_path))  # restarts after a hang, and any end of the judging
             if state.dead_cause:

@@ -3,7 +3,7 @@
 A TCP probe cannot tell: a broker that stopped answering after a channel error still accepts
 connections. So after a scenario ends in a timeout, :func:`health_probe` opens a fresh connection,
 declares a queue and makes one round trip, each with a short deadline. If that works the target is
-alive: a missing delivery is an observation the verdict judges (:func:`missing_verdict`) and any
+alive: a missing delivery is an observation a verdict judges (conformance.runner.missing_deliveries) and any
 other timeout stays this case's error. If it does not, the run records "target stopped answering
 <operation> since <case id>" and every remaining case ends at once with that text instead of
 running to its deadline (the pytest plugin calls :func:`after_scenario_exception`).
@@ -12,60 +12,17 @@ running to its deadline (the pytest plugin calls :func:`after_scenario_exception
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterator
 
 from conformance.api import Adapter, QueueSpec
 from conformance.errors import ConformanceError, ConnectionLost, DeliveriesMissing, NoReply, OperationTimeout, Unsupported
 from conformance.kit.verdicts import Outcome, Verdict
+from conformance.runner.missing_deliveries import missing_obs, missing_verdict
 
 #: Deadline of each step of the health probe. A broker that answered the case's own operations in
 #: milliseconds and cannot open a connection, declare and round-trip within this is not answering.
 PROBE_TIMEOUT_S = 5.0
-
-#: How long a scenario waits for deliveries it expects (messages already in the queue). Explicit and
-#: short: a local broker delivers in milliseconds; the window only bounds how long "missing" takes.
-DELIVERY_WINDOW_S = 5.0
-
-_inflight = threading.local()
-
-
-@contextlib.contextmanager
-def inflight(operation: str, reply: str) -> Iterator[None]:
-    """Mark the blocking operation under way in this thread, so a case deadline that fires during
-    it is reported as "<operation>: no <reply>" instead of a client library's source line."""
-    previous = getattr(_inflight, "op", None)
-    _inflight.op = (operation, reply, time.monotonic())
-    try:
-        yield
-    except BaseException as exc:
-        if type(exc).__name__ == "Failed":  # the case deadline (pytest-timeout) raised mid-wait
-            _inflight.interrupted = (operation, reply, time.monotonic() - _inflight.op[2])
-        raise
-    finally:
-        _inflight.op = previous
-
-
-def deadline_text(case_timeout: float) -> str | None:
-    """The one-line error of a case its deadline interrupted inside a blocking operation, or None.
-    Reads (and forgets) the operation the deadline interrupted, else the one still under way."""
-    hit = getattr(_inflight, "interrupted", None)
-    _inflight.interrupted = None
-    if hit is None:
-        op = getattr(_inflight, "op", None)
-        if op is None:
-            return None
-        hit = (op[0], op[1], time.monotonic() - op[2])
-    operation, reply, waited = hit
-    return f"Timeout: case deadline {case_timeout:g}s reached in {operation}: no {reply} after {waited:.1f}s"
-
-
-def clear_interrupted() -> None:
-    """Forget a previous case's interrupted operation (called when a case starts)."""
-    _inflight.interrupted = None
 
 
 def operation_of(exc: BaseException) -> str:
@@ -130,25 +87,3 @@ def after_scenario_exception(exc: BaseException, *, adapter: Adapter, url: str, 
     if isinstance(exc, DeliveriesMissing):
         return Judgement(missing_verdict(missing_obs(exc)), None)
     return Judgement(None, None)
-
-
-def missing_obs(exc: DeliveriesMissing) -> dict[str, Any]:
-    """The observation a missing delivery makes, as plain data (what a verdict judges)."""
-    missing = [m for m in exc.expected_ids or [] if m not in exc.arrived]
-    return {"queue": exc.queue, "wanted": exc.wanted, "arrived": exc.arrived, "missing": missing, "window_s": exc.window_s}
-
-
-def missing_verdict(obs: dict[str, Any]) -> Verdict:
-    """A delivery the scenario was owed (messages confirmed into the queue, a consumer with credit)
-    did not come within the window while the broker still answered: the message was lost or
-    withheld. That is the broker's failure, never the suite's error. The key lets a profile
-    document it as a deviation (e.g. a delivery limit enforced lazily)."""
-    arrived, missing = obs["arrived"], obs.get("missing") or []
-    what = f" (missing {', '.join(missing)})" if missing else ""
-    return Verdict(
-        Outcome.FAIL,
-        expected=f"{obs['wanted']} deliveries from the queue within {obs['window_s']:g}s (the messages were in the queue, the consumer had credit)",
-        observed=f"{len(arrived)} arrived within {obs['window_s']:g}s{what}: [{', '.join(arrived)}]; the broker still answered a health probe",
-        key="deliveries-missing",
-        spec="fail",
-    )

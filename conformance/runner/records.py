@@ -1,104 +1,195 @@
-"""A case's result record (results.jsonl) and report: attached sections and the redaction point."""
+"""A case's result record, one line of results.jsonl: the one place its fields are set.
+
+The others hand it facts and get fields back:
+
+- the case runner, what it decided about the case (:func:`decided`), stashed on the case's item;
+- the report hook, a case that never reached a verdict (:func:`undecided`) and the case's report
+  (:func:`record`);
+- the run's lifecycle, the run's own fields (:func:`run_fields`), which head run.json too.
+"""
 
 from __future__ import annotations
 
 import os
 import time
-from typing import Any, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-from conformance.kit.case import Case
-from conformance.catalogue.requirements import requirement
-from conformance.runner import liveness  # issue 16: the case deadline named in the record
-from conformance.catalogue import packs  # issue 19 §2: requirement packs
-from conformance.runner import shared_faults  # issue 20: one broker fault shared by the disruptive cases
-from conformance.secrets import scrub, scrub_in_place
-from conformance.kit.verdicts import Outcome
-from conformance.pytest_plugin.fixtures import ATTEMPT_ID
-from conformance.runner.case_runner import STASH_RESULT
-from conformance.runner.state import RunState, state_of
+import conformance
+from conformance.catalogue.packs import qualified_nodeid
+from conformance.catalogue.profiles import profile_digest
+from conformance.catalogue.requirements import Requirement, catalogue_digest, requirement
+from conformance.kit.history import History
+from conformance.kit.verdicts import Outcome, Verdict
+from conformance.nemesis.mutations import alters
+from conformance.runner.shared_faults import plain_nodeid
+from conformance.runner.state import RunState
+from conformance.targets import redact
+
+#: The id pytest gives a repetition (``[classic-attempt2]``); the record's case_id leaves it out.
+ATTEMPT_ID = "attempt"
 
 
-@pytest.hookimpl(hookwrapper=True, trylast=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """Record the case and scrub the report before anything prints or writes it.
+@dataclass(frozen=True)
+class Result:
+    """What the runner decided about one case: the facts its record and its report are made of.
 
-    ``trylast`` makes this the innermost wrapper: the console, JUnit and Allure all see the report
-    only after it went through the redaction point."""
-    outcome = yield
-    state = state_of(item.config)
-    if state is not None and outcome.excinfo is not None:
-        # pytest could not even describe the failure (e.g. a traceback frame without a line number):
-        # a one-line report instead of an INTERNALERROR that would end the whole run
-        exc = outcome.excinfo[1]
-        outcome.force_result(pytest.TestReport(
-            item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed",
-            f"error: the case's failure could not be formatted ({type(exc).__name__}: {exc})",
-            call.when, [], call.duration, call.start, call.stop, list(item.user_properties)))
-    report: pytest.TestReport = outcome.get_result()
-    if state is None:
-        return
-    if isinstance(getattr(item, "instance", None), Case) and (report.when == "call" or (report.when == "setup" and not report.passed)):
-        result = item.stash.get(STASH_RESULT, None)
-        if result is None:  # interrupted before a verdict: deadline, or a crash outside the scenario
-            req = requirement(type(item.instance).requirement)  # type: ignore[attr-defined]
-            text = report.longreprtext.strip().splitlines()[-1] if report.longreprtext else report.outcome
-            text = liveness.deadline_text(item.config.getoption("--case-timeout")) or text  # issue 16
-            result = {"requirement": req.id, "level": req.level_for(state.adapter.protocol), "area": req.area, "verdict": Outcome.ERROR.value,
-                      "spec_verdict": "n/a", "vendor_verdict": "n/a", "expected": req.text, "observed": text,
-                      "reason": "case did not reach a verdict", "queue_type": item.callspec.params.get("queue_type") if hasattr(item, "callspec") else None}
-        _attach(result, report)
-        _write(item, state, result, report)
-    _scrub_report(report)
+    Taken when the case is decided (history and wire trace included), so nothing that happens to
+    the case's context afterwards changes them."""
 
+    requirement: Requirement
+    protocol: str
+    queue_type: str | None
+    variant: str | None
+    verdict: Verdict
+    #: False for a case interrupted before a verdict: its record has only what the report says.
+    reached: bool = True
+    #: The case's own time, and its wait for the broker lock or a restart kept apart from it.
+    duration_s: float = 0.0
+    lock_wait_s: float = 0.0
+    observations: Any = None
+    #: Kept in the record only for a case that did not pass, or under ``--keep-history``.
+    history: list[dict[str, Any]] | None = None
+    wire_trace: list[str] | None = None
+    history_text: str = ""
+    trace_text: str = ""
+    #: Why the case ran a second time (another case's hang restarted the broker under it).
+    rerun: str | None = None
+    #: One line on the console: the cause (a target down since an earlier case) was shown once.
+    brief: bool = False
 
-def _scrub_report(report: pytest.TestReport) -> None:
-    """The report's text through the redaction point (console, junit.xml and Allure read it).
+    @property
+    def level(self) -> str:
+        return self.requirement.level_for(self.protocol)
 
-    The longrepr keeps its type: junitxml asserts that a skip's is a (path, lineno, message) tuple,
-    and the console and JUnit format a failure's repr objects by their class."""
-    if report.longrepr is not None:
-        report.longrepr = scrub_in_place(report.longrepr)
-    report.sections = [(scrub(title), scrub(body)) for title, body in report.sections]
+    @property
+    def rendered(self) -> str:
+        """The verdict as the console and the report show it."""
+        return self.verdict.render(self.requirement.id, self.level)
 
 
-def _attach(result: dict[str, Any], report: pytest.TestReport) -> None:
-    if result["verdict"] in ("pass", "unsupported", "undocumented") or result.get("brief"):
-        return
-    text = result.get("rendered") or f"Expected: {result['expected']}\nActual:   {result['observed']}"
-    report.sections.append(("expected vs observed", text))
-    if result.get("history_text"):
-        report.sections.append(("history", result["history_text"]))
-    if result.get("trace_text"):
+#: The case's Result, stashed on its item by the runner until pytest reports the case.
+STASH_RESULT = pytest.StashKey[Result]()
+
+
+def decided(item: pytest.Item, req: Requirement, protocol: str, queue_type: str | None, variant: str | None, verdict: Verdict, *,
+            duration_s: float, lock_wait_s: float, observations: Any = None, history: History | None = None, trace: str = "",
+            keep_history: bool = False, rerun: str | None = None, brief: bool = False) -> Result:
+    """The runner's decision about a case, stashed on its item; the record keeps the history and
+    wire trace of a case that did not pass (of every case with ``keep_history``)."""
+    keep = history is not None and (keep_history or verdict.outcome is not Outcome.PASS)
+    result = Result(
+        requirement=req, protocol=protocol, queue_type=queue_type, variant=variant, verdict=verdict,
+        duration_s=round(duration_s, 4), lock_wait_s=round(lock_wait_s, 4), observations=observations,
+        history=history.as_records() if keep and history else None,
+        wire_trace=trace.splitlines() if keep and trace else None,
+        history_text=history.render() if history else "", trace_text=trace, rerun=rerun, brief=brief,
+    )
+    item.stash[STASH_RESULT] = result
+    return result
+
+
+def undecided(item: pytest.Item, protocol: str, observed: str) -> Result:
+    """A case interrupted before a verdict (its deadline, or a crash outside the scenario)."""
+    req = requirement(type(item.instance).requirement)  # type: ignore[attr-defined]
+    return Result(requirement=req, protocol=protocol, queue_type=_params(item).get("queue_type"), variant=None,
+                  verdict=Verdict(Outcome.ERROR, req.text, observed, reason="case did not reach a verdict"), reached=False)
+
+
+def case_fields(result: Result) -> dict[str, Any]:
+    """The record's fields about the case and its verdict."""
+    v = result.verdict
+    fields: dict[str, Any] = {
+        "requirement": result.requirement.id,
+        "level": result.level,
+        "area": result.requirement.area,
+        "queue_type": result.queue_type,
+        "verdict": v.outcome.value,
+        "spec_verdict": v.spec,
+        "vendor_verdict": v.vendor,
+        "expected": v.expected,
+        "observed": v.observed,
+        "reason": v.reason,
+    }
+    if not result.reached:
+        return fields
+    fields.update(
+        variant=result.variant,
+        citation=v.citation,
+        unsupported_kind=v.unsupported_kind or None,
+        duration_s=result.duration_s,
+        lock_wait_s=result.lock_wait_s,
+        observations=result.observations,
+        history=result.history,
+        wire_trace=result.wire_trace,
+    )
+    if result.rerun is not None:
+        fields["rerun"] = result.rerun
+    return fields
+
+
+def run_fields(state: RunState) -> dict[str, Any]:
+    """The fields every record of the run shares (run.json starts with them too)."""
+    return {
+        "run_id": state.run_id,
+        "target": redact(state.url) if state.target is None else state.target.name,
+        "target_url": redact(state.url),
+        "product": state.server["product"],
+        "version": state.server["version"],
+        "protocol": state.adapter.protocol,
+        "adapter": state.adapter.name,
+        "adapter_library": state.adapter.library_version(),
+        "profile": state.profile.id,
+        "profile_digest": profile_digest(state.profile),
+        "catalogue_digest": catalogue_digest(),
+        "suite_version": conformance.__version__,
+        # a probing or plain relay changes nothing: only a real mutation marks the records
+        **({"mutation": state.mutation} if alters(state.mutation) else {}),
+    }
+
+
+def record(item: pytest.Item, state: RunState, result: Result, *, outcome: str, longrepr: str) -> dict[str, Any]:
+    """The case's line of results.jsonl: its verdict, the run's fields, and what pytest reported."""
+    fields = case_fields(result)
+    fields.update(run_fields(state))
+    fields.update(
+        case_id=case_id(item),
+        attempt=_params(item).get("conformance_attempt", 1),
+        pytest_outcome=outcome,
+        worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        finished_at=time.time(),
+    )
+    if fields["verdict"] == "error" and longrepr:
+        fields["traceback"] = longrepr[-2000:]
+    return fields
+
+
+def sections(result: Result) -> list[tuple[str, str]]:
+    """The report sections of a case that did not pass: expected vs observed, history, wire trace."""
+    if result.verdict.outcome in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED) or result.brief:
+        return []
+    text = result.rendered if result.reached else f"Expected: {result.verdict.expected}\nActual:   {result.verdict.observed}"
+    out = [("expected vs observed", text)]
+    if result.history_text:
+        out.append(("history", result.history_text))
+    if result.trace_text:
         # "Captured stdout ..." sections are what junitxml writes to <system-out> (junit_logging).
         # junitxml titles it only "Captured Out", so the text names itself.
-        report.sections.append(("Captured stdout wire trace", "Wire trace (every frame both ways, decoded):\n" + result["trace_text"]))
+        out.append(("Captured stdout wire trace", "Wire trace (every frame both ways, decoded):\n" + result.trace_text))
+    return out
 
 
 def case_id(item: pytest.Item) -> str:
-    """The case's id, the same for every repetition (``--repeat``): the attempt is a field of its own."""
-    node = shared_faults.plain_nodeid(item.nodeid)  # issue 20: without xdist's "@group" suffix
-    node = packs.qualified_nodeid(item, node)  # issue 19 §2: a pack's case ids start with the pack's name
-    attempt = getattr(item, "callspec", None) and item.callspec.params.get("conformance_attempt")
+    """The case's id, the same for every repetition (``--repeat``): the attempt is a field of its own.
+    Without xdist's "@group" suffix; a pack's case ids start with the pack's name."""
+    node = qualified_nodeid(item, plain_nodeid(item.nodeid))
+    attempt = _params(item).get("conformance_attempt")
     if not attempt:
         return node
     return node.replace(f"-{ATTEMPT_ID}{attempt}]", "]").replace(f"[{ATTEMPT_ID}{attempt}]", "")
 
 
-def _write(item: pytest.Item, state: RunState, result: dict[str, Any], report: pytest.TestReport) -> None:
-    if state.writer is None:
-        return
-    record = {k: v for k, v in result.items() if k not in ("rendered", "history_text", "trace_text", "brief")}
-    record.update(state.meta())
-    record.update(
-        case_id=case_id(item),
-        attempt=(item.callspec.params.get("conformance_attempt", 1) if hasattr(item, "callspec") else 1),
-        pytest_outcome=report.outcome,
-        worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
-        finished_at=time.time(),
-    )
-    if record.get("verdict") == "error" and report.longreprtext:
-        record["traceback"] = report.longreprtext[-2000:]
-    state.writer.append(record)  # the writer scrubs
-
+def _params(item: pytest.Item) -> dict[str, Any]:
+    return item.callspec.params if hasattr(item, "callspec") else {}

@@ -1,4 +1,6 @@
-"""The state of one conformance run: the target, adapter and profile every case of it shares."""
+"""The state of one conformance run: the target, adapter and profile every case of it shares.
+
+The fields of its records that come from it are set in conformance.runner.records (run_fields)."""
 
 from __future__ import annotations
 
@@ -9,16 +11,13 @@ from typing import Any
 
 import pytest
 
-import conformance
-from conformance.runner import preflight  # issue 16: the preflight checks' records (RunState.preflight)
 from conformance.api import Adapter
-from conformance.catalogue.requirements import catalogue_digest
-from conformance.nemesis.mutations import alters
-from conformance.catalogue.profiles import Profile, profile_digest
+from conformance.catalogue.profiles import Profile
 from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
+from conformance.runner import preflight
 from conformance.runner.results import ResultsWriter
 from conformance.secrets import SecretUrl
-from conformance.targets import Target, redact
+from conformance.targets import Target
 
 
 @dataclass
@@ -43,7 +42,7 @@ class RunState:
     abort_cause: str | None = None
     #: The suite's assumptions checked before the catalogue (conformance.runner.preflight).
     preflight: list[preflight.Check] = field(default_factory=list)
-    #: Issue 21: every node's URL on a cluster target (through a mutation proxy each when mutating).
+    #: Every node's URL on a cluster target (through a mutation proxy each when mutating).
     node_urls: dict[str, str] | None = None
     node_proxies: list[IsolatedFaultProxy] = field(default_factory=list)
 
@@ -55,24 +54,6 @@ class RunState:
     def health_path(self) -> str:
         """The record every process of the run shares of its target's hangs and restarts (conformance.runner.hangs)."""
         return os.path.join(tempfile.gettempdir(), f"conformance-{self.run_id}.health")
-
-    def meta(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "target": redact(self.url) if self.target is None else self.target.name,
-            "target_url": redact(self.url),
-            "product": self.server["product"],
-            "version": self.server["version"],
-            "protocol": self.adapter.protocol,
-            "adapter": self.adapter.name,
-            "adapter_library": self.adapter.library_version(),
-            "profile": self.profile.id,
-            "profile_digest": profile_digest(self.profile),
-            "catalogue_digest": catalogue_digest(),
-            "suite_version": conformance.__version__,
-            # a probing or plain relay changes nothing: only a real mutation marks the records
-            **({"mutation": self.mutation} if alters(self.mutation) else {}),
-        }
 
 
 STATE_KEY = pytest.StashKey[RunState]()

@@ -16,7 +16,7 @@ import hashlib
 
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.errors import AdapterError, ConnectionLost
-from conformance.runner.liveness import DELIVERY_WINDOW_S
+from conformance.runner.missing_deliveries import DELIVERY_WINDOW_S
 from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 

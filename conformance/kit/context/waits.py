@@ -10,7 +10,7 @@ from conformance.api import AckMode, Consumer, Delivery, QueueStats
 from conformance.kit.context.queues import Queues
 from conformance.kit.context.state import WAIT_S, Obs, sentinel_body
 from conformance.errors import ChannelClosed, DeliveriesMissing, OperationTimeout, TargetCannot
-from conformance.runner.liveness import DELIVERY_WINDOW_S
+from conformance.runner.missing_deliveries import DELIVERY_WINDOW_S
 
 
 class Waits(Queues):

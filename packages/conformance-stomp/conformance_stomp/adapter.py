@@ -33,7 +33,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import stomp
 
-from conformance.runner import liveness
+from conformance.runner.inflight import inflight
 from conformance.api import AckMode, AckScope, Adapter, Connection, Consumer, Delivery, QueueSpec, QueueStats, ServerInfo, Session
 from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, NoReply, OperationTimeout, SettlementRefused, Unsupported
 
@@ -300,7 +300,7 @@ class StompConnection(Connection):
         self.stomp.set_listener("conformance", _Listener(self))
         user, password = unquote(parts.username or ""), unquote(parts.password or "")
         try:
-            with liveness.inflight("CONNECT", "CONNECTED"):
+            with inflight("CONNECT", "CONNECTED"):
                 # conformance-name: which case and actor (the self-test's probe reads it off the wire)
                 self.stomp.connect(user or None, password or None, wait=False, headers={"conformance-name": name or "conformance"})
                 if not self._connected.wait(timeout):
@@ -353,7 +353,7 @@ class StompConnection(Connection):
         ev = threading.Event()
         self._receipts[rid] = ev
         try:
-            with liveness.inflight(frame, f"RECEIPT {rid}"):
+            with inflight(frame, f"RECEIPT {rid}"):
                 try:
                     fn(rid)
                 except (stomp.exception.NotConnectedException, OSError) as exc:
