@@ -5,8 +5,9 @@ A case names the kinds its scenario inflicts (:meth:`conformance.kit.case.Case.f
 kind that needs something of the target names an ability: a capability of the one vocabulary
 (``conformance/catalogue/data/capabilities.yaml``) that the target offers, as the adapter offers the
 protocol's. The runner asks, before a case runs, whether the target offers every ability its kinds
-need (:func:`conformance.catalogue.capabilities.unmet`); one it lacks makes the case ``unsupported
-(no-fault)`` with the kind's own words (:attr:`FaultKind.cannot`).
+need (:func:`conformance.catalogue.capabilities.fault_applicability`, beside the protocol's
+``applicability``); one it lacks makes the case ``unsupported (no-fault)`` in the kind's own words
+(:attr:`FaultKind.cannot`), without running it.
 
 Three scopes:
 
@@ -17,6 +18,9 @@ Three scopes:
   before the case observes (kill -9 is followed by a start on the node's own data).
 - node: one node of a cluster the suite launched dies while the others serve
   (conformance.nemesis.cluster.Nodes); the case heals it before it ends, whatever happened.
+
+A new kind is one :class:`FaultKind` here, its ability in capabilities.yaml, the operations it needs
+of a target as a Protocol a launcher implements (as :class:`ClusterOps`), and the cases that name it.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ def _any_target(target: Any) -> bool:
 
 @dataclass(frozen=True, eq=False)
 class FaultKind:
+    """One kind of fault; compared by identity (each kind is one object of :data:`KINDS`)."""
+
     name: str
     scope: str
     #: What the fault does, in one line.
