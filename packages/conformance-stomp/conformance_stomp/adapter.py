@@ -45,6 +45,8 @@ PROTOCOL = "stomp-1.2"
 _GONE = object()
 #: Default bound of any one wait for the broker (a RECEIPT, CONNECTED), as for the other adapters.
 OP_TIMEOUT_S = 10.0
+#: How long a connection waits for CONNECTED unless the caller says otherwise.
+CONNECT_TIMEOUT_S = 10.0
 
 
 class _Listener(stomp.ConnectionListener):
@@ -232,6 +234,12 @@ class StompSession(Session):
             raise Unsupported("STOMP 1.2 has no browsing subscription")
         return StompConsumer(self, queue, ack_mode, prefetch if prefetch is not None else self._default_prefetch)
 
+    def browser(self, queue: str) -> StompConsumer:
+        """A browsing subscription (ActiveMQ ``browser:true``): what the broker holds, ending in a
+        ``browser:end`` MESSAGE. Not :meth:`consume`'s ``browse``: STOMP 1.2 has none; only the
+        admin's counter (conformance_stomp.admin) uses the broker's extension."""
+        return StompConsumer(self, queue, AckMode.AUTO, None, browse=True)
+
     def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:
         raise Unsupported("STOMP has no synchronous fetch (basic.get): messages arrive on subscriptions only")
 
@@ -321,6 +329,10 @@ class StompConnection(Connection):
         if self._admin is None:
             self._admin = admin_for(self)
         return self._admin
+
+    def another(self, purpose: str) -> StompConnection:
+        """A new connection to the same URL, for the admin's counters and barriers."""
+        return StompConnection(self.url, timeout=CONNECT_TIMEOUT_S, name=f"conformance stomp {purpose}", op_timeout=self.op_timeout)
 
     # -- frames ----------------------------------------------------------------------------------
     def _fail(self, exc: BaseException) -> None:
@@ -441,7 +453,7 @@ class StompAdapter(Adapter):
         "reject.discard", "publish.confirmed", "session-close", "tx", "tx.ack",
     })
 
-    def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:
+    def connect(self, url: str, *, timeout: float = CONNECT_TIMEOUT_S, name: str | None = None, op_timeout: float | None = None) -> Connection:
         return StompConnection(url, timeout=timeout, name=name, op_timeout=op_timeout or OP_TIMEOUT_S)
 
     def library_version(self) -> str:

@@ -13,6 +13,9 @@ go through a backend while every message operation under test stays on STOMP:
   ordering barrier (a fresh connection's SUBSCRIBE/UNSUBSCRIBE answered by RECEIPT), since STOMP
   cannot see another connection's subscriptions.
 * ``none``: as ``browse`` without counts (cases needing counts are unsupported by the adapter).
+
+A backend gets the STOMP connection it serves and opens any further one through it
+(``conn.another``), so this module never imports the adapter that creates it.
 """
 
 from __future__ import annotations
@@ -45,14 +48,9 @@ class _Created:
     def delete_queue(self, name: str) -> None:
         return None  # STOMP cannot delete a destination; a launched broker's data goes with its directory
 
-    def _fresh(self, purpose: str) -> Any:
-        from conformance_stomp.adapter import StompAdapter
-
-        return StompAdapter().connect(self.conn.url, name=f"conformance stomp {purpose}", op_timeout=self.conn.op_timeout)
-
     def departure_barrier(self, name: str) -> str | None:
         start = time.monotonic()
-        other = self._fresh("barrier")
+        other = self.conn.another("barrier")
         try:
             other.session().consume(name, ack_mode=AckMode.MANUAL).cancel()
         finally:
@@ -69,11 +67,9 @@ class _Created:
 
 class BrowseCounter(_Created):
     def queue_stats(self, name: str) -> QueueStats:
-        from conformance_stomp.adapter import StompConsumer
-
-        other = self._fresh("counter")
+        other = self.conn.another("counter")
         try:
-            browser = StompConsumer(other.session(), name, AckMode.AUTO, None, browse=True)  # type: ignore[arg-type]
+            browser = other.session().browser(name)
             seen = 0
             end = time.monotonic() + BROWSE_S
             while True:
