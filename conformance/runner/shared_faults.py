@@ -71,7 +71,7 @@ def order(items: list[pytest.Item]) -> None:
     """Disruptive cases last (those that fault the broker on their own first, then the shared
     restart, then the shared kill), those of one fault together; each keeps its own relative order.
     Under xdist, one worker takes them all, and their group must be the last unit of work handed
-    out (``--no-loadscope-reorder``, conformance.cli.run_args): every ordinary case waits for the
+    out (``--no-loadscope-reorder``, conformance.cli.run): every ordinary case waits for the
     broker lock while a disruptive one holds it."""
     kinds = {id(it): fault_of(it) for it in items}
     rank = {RESTART.name: 2, KILL.name: 3}
