@@ -23,9 +23,10 @@ import conformance
 from conformance.runner import allure
 from conformance.api import Adapter, adapter_for
 from conformance.catalogue.requirements import catalogue_digest
-from conformance.errors import ConformanceError, NoReply, OperationTimeout, TargetError
-from conformance.runner import preflight  # issue 16: the suite's assumptions, checked before the catalogue
-from conformance.catalogue import packs  # issue 19 §2: requirement packs
+from conformance.errors import ConformanceError, NoReply, OperationTimeout, TargetError, UsageError
+from conformance.runner import preflight
+from conformance.catalogue import packs
+from conformance.catalogue.packs import Pack
 from conformance.runner import judged
 from conformance.runner import records
 from conformance.runner import hangs
@@ -35,8 +36,21 @@ from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
 from conformance.runner.results import ResultsWriter, read_results, read_run
 from conformance.secrets import SecretUrl, register_url, scrub
 from conformance.targets import Target, attach_target, make_target, redact
-from conformance.pytest_plugin.options import check_options
+from conformance.runner.options import PYTEST_OPTIONS, check
 from conformance.runner.state import STATE_KEY, RunState, state_of
+
+
+def option_values(config: pytest.Config) -> dict[str, Any]:
+    return {o.name: config.getoption(o.long) for o in PYTEST_OPTIONS}
+
+
+def check_options(config: pytest.Config, adapter: str | None = None) -> list[Pack]:
+    """Every option is validated before anything is launched: bad input costs no node boot. Returns
+    the requirement packs the options (and ``adapter``, once known) select, activated."""
+    try:
+        return check(option_values(config), adapter)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _abort_record(config: pytest.Config, cause: str) -> None:
