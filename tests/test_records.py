@@ -3,6 +3,7 @@ same fields it always had. Synthetic facts, no broker: the end-to-end runs check
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -85,6 +86,8 @@ def test_the_case_id_is_the_same_for_every_repetition_and_any_number_of_workers(
     result = _decided(item, Verdict(Outcome.PASS, "e", "o"))
     rec = records.record(item, _state(), result, outcome="passed", longrepr="")
     assert (rec["case_id"], rec["attempt"]) == ("ack/test_basic_ack.py::TestX::test[classic]", 2)
+    in_a_pack = dataclasses.replace(result.requirement, pack="stomp")  # its file is named relative to the pack's folder
+    assert records.case_id(item, in_a_pack) == "stomp/ack/test_basic_ack.py::TestX::test[classic]"
 
 
 def test_only_the_record_builder_sets_a_record_s_fields() -> None:

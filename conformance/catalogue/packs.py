@@ -42,8 +42,7 @@ from conformance.errors import UsageError
 PACK_GROUP = "conformance.packs"
 #: Pack, active and pack_of are the registry's (conformance.catalogue.active_packs), named here too
 #: for the callers that activate packs.
-__all__ = ["PACK_GROUP", "Pack", "activate", "active", "adapter_entry_name", "deactivate_all", "installed", "pack_of",
-           "qualified_nodeid", "selection"]
+__all__ = ["PACK_GROUP", "Pack", "activate", "active", "adapter_entry_name", "deactivate_all", "installed", "pack_of", "selection"]
 
 
 def _fail(name: str, what: str) -> UsageError:
@@ -163,16 +162,6 @@ def deactivate_all() -> None:
     """Back to the core catalogue (tests)."""
     active_packs.clear()
     _reset_caches()
-
-
-def qualified_nodeid(item: Any, nodeid: str) -> str:
-    """A pack case's id as ``<pack>/<its path in the pack>``: pytest names a file outside the core
-    relative to the folder it was collected from, which could repeat a core case's id."""
-    rid = getattr(getattr(item, "cls", None), "requirement", None)
-    if not rid or not active():
-        return nodeid
-    req = requirements.catalogue().get(rid)
-    return f"{req.pack}/{nodeid}" if req is not None and req.pack else nodeid
 
 
 def _reset_caches() -> None:

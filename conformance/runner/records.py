@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 import conformance
-from conformance.catalogue.packs import qualified_nodeid
 from conformance.catalogue.profiles import profile_digest
 from conformance.catalogue.requirements import Requirement, catalogue_digest, requirement
 from conformance.kit.history import History
@@ -155,7 +154,7 @@ def record(item: pytest.Item, state: RunState, result: Result, *, outcome: str, 
     fields = case_fields(result)
     fields.update(run_fields(state))
     fields.update(
-        case_id=case_id(item),
+        case_id=case_id(item, result.requirement),
         attempt=_params(item).get("conformance_attempt", 1),
         pytest_outcome=outcome,
         worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
@@ -181,10 +180,13 @@ def sections(result: Result) -> list[tuple[str, str]]:
     return out
 
 
-def case_id(item: pytest.Item) -> str:
+def case_id(item: pytest.Item, req: Requirement) -> str:
     """The case's id, the same for every repetition (``--repeat``): the attempt is a field of its own.
-    Without xdist's "@group" suffix; a pack's case ids start with the pack's name."""
-    node = qualified_nodeid(item, plain_nodeid(item.nodeid))
+    Without xdist's "@group" suffix. A pack's case ids start with the pack's name: pytest names a file
+    outside the core relative to the folder it was collected from, which could repeat a core case's id."""
+    node = plain_nodeid(item.nodeid)
+    if req.pack:
+        node = f"{req.pack}/{node}"
     attempt = _params(item).get("conformance_attempt")
     if not attempt:
         return node
