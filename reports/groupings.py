@@ -10,7 +10,7 @@ records warm on 2 cores, more cold), and the figures need three different groupi
   lines, examples of the quarantined ones, and which runs each file holds (the gate's check).
 
 Spark cannot feed one scan into three aggregations, and caching every record to read it three times
-cost more than the parse itself (issue 20: 17 s of 41 s at a million records). So each good record
+cost more than the parse itself (17 s of 41 s at a million records). So each good record
 is expanded into one row per grouping (``_kind``), and a single ``groupBy`` whose keys and aggregate
 inputs are null outside their own kind computes all three; the result is small (cases x targets +
 columns x areas + files) and is collected once; the per-case table is folded from it in Python
@@ -31,7 +31,7 @@ CELL_KEYS = ("column", "config", "product", "version", "protocol", "queue_type",
 CASE_KEYS = (*CELL_KEYS, "case_id")
 #: What the pass groups a case row by: CASE_KEYS without ``column`` and ``config``, which are
 #: concatenations of these (fold_cases adds them), and with the verdict (one row per verdict of a
-#: case). Issue 20: two fewer strings to concatenate per record and to hash and compare per row of
+#: case). Two fewer strings to concatenate per record and to hash and compare per row of
 #: the aggregation (with LATEST_CARRIED and fold_cases: the pass's JVM CPU 42-44 s -> 30 s at 1M
 #: records, its task threads' share 21 s -> 15 s).
 CASE_GROUP_KEYS = ("product", "version", "protocol", "queue_type", "requirement", "level", "area", "case_id", "verdict")
@@ -42,7 +42,7 @@ LATEST_FIELDS = ("run_id", "attempt", "verdict", "spec_verdict", "vendor_verdict
                  "reason", "citation", "variant", "duration_s", "level", "history", "wire_trace", "unsupported_kind")
 #: The latest record's fields the pass carries: the others are the same for every record its row
 #: could come from (run id and attempt are in its ordering key; verdict and level are group keys),
-#: so fold_cases puts them back. Issue 20: max_by copies this struct on (nearly) every record.
+#: so fold_cases puts them back: max_by copies this struct on (nearly) every record.
 LATEST_CARRIED = tuple(f for f in LATEST_FIELDS if f not in ("run_id", "attempt", "verdict", "level"))
 #: What a matrix cell links to as its worst case: rank first, so the struct's minimum is the worst;
 #: then the case and the latest attempt of that verdict, whose fields are shown.
@@ -74,7 +74,7 @@ def compute(tagged: Any, *, durations: bool = True, run_ids: bool = True) -> Gro
     to is work in the one aggregation. Lines that are not good results always get their file row."""
     from pyspark.sql import functions as F
 
-    # Issue 20: every expression is SQL text, not built with pyspark.sql.functions: each F.col,
+    # Every expression is SQL text, not built with pyspark.sql.functions: each F.col,
     # F.when, F.lit, ``==`` or ``.alias`` is a round trip to the JVM (about 0.4 ms warm), and
     # building the pass took 2,772 of them; as text it takes ~400. Measured cold, the time before
     # the first task hardly moved (about 1.0 s either way: the JVM's analysis of the plan
@@ -119,7 +119,7 @@ def compute(tagged: Any, *, durations: bool = True, run_ids: bool = True) -> Gro
     grouped = expanded.selectExpr("_kind", *inputs).groupBy("_kind", *key_of).agg(*[F.expr(a) for a in aggregates])
     # ONE collect of the whole grouped table (cases x verdicts + columns x areas + files: thousands
     # of rows at a million records), and the per-case table folded here, in Python (fold_cases).
-    # Issue 20: the table used to be cached and folded by Spark, which cost four more jobs (the
+    # The table used to be cached and folded by Spark, which cost four more jobs (the
     # filter of the cache, the good lines' count, and the per-case aggregation's two stages) with
     # their planning, code generation and JIT work: 3.6 s of a 25-28 s million-record report, for
     # a fold over ~8k rows that Python does in 0.15-0.2 s (measured at 1M records, Spark event log:
@@ -158,7 +158,7 @@ def _negated(value: Any) -> Any:
 
 def fold_cases(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The per-case table from the pass's (case, verdict) rows: what a Spark ``groupBy(*CASE_KEYS)``
-    did before (issue 20), with the same semantics, field names and field order:
+    did before, with the same semantics, field names and field order:
 
     * ``records`` and ``n_<verdict>``: sums of the rows' record counts;
     * ``_v``, ``_s``, ``_d``: the worst verdict ranks (minima);

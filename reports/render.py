@@ -145,7 +145,7 @@ def context(result: dict[str, Any]) -> dict[str, Any]:
     for c in cells:
         c = dict(c)
         c["label"] = flaky_label(c) if c.get("flaky") else unsupported.label(c)  # "unsupported (refused)"
-        c["page"] = page_path(c)  # issue 22: every cell links to its page (reports.case_pages)
+        c["page"] = page_path(c)  # every cell links to its case page (reports.case_pages)
         if c["verdict"] in PROBLEM_VERDICTS:
             c["anchor"] = _anchor(c)
             details.append(c)

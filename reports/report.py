@@ -84,14 +84,14 @@ def run_statuses(files: list[str], baseline_files: list[str], spark: Any | None 
 
 def rule_coverage() -> dict[str, Any]:
     """The spec rules of the catalogue this report was built with, covered by which requirements or
-    why not (issue 17): static data of the suite, not of the runs, so computed outside Spark."""
+    why not: static data of the suite, not of the runs, so computed outside Spark."""
     from conformance.catalogue.coverage import as_data
 
     return as_data()
 
 
 class _Stages:
-    """The report's stages as a progress (issue 22): the one starting ends the one before."""
+    """The report's stages as a progress: the one starting ends the one before."""
 
     def __init__(self, progress: "StepProgress | None", names: list[str]) -> None:
         self.progress, self.current = progress, None

@@ -14,7 +14,7 @@ RESULT_SCHEMAS = ("conformance.result/1",)
 RUN_SCHEMAS = ("conformance.run/1",)
 
 #: Verdicts, worst first: a matrix cell over several cases or repetitions shows the worst.
-VERDICTS = ("fail", "error", "blocked", "deviation", "undocumented", "unsupported", "pass")  # blocked: issue 16 (preflight)
+VERDICTS = ("fail", "error", "blocked", "deviation", "undocumented", "unsupported", "pass")  # blocked: a preflight assumption the target broke
 LEVELS = ("MUST", "SHOULD", "MAY", "EXTENSION")
 
 #: (field, Spark type, meaning). Objects (observations, history) are kept as their JSON text.

@@ -4,7 +4,7 @@
 URL (``sc://host:15002``); nothing else in the pipeline changes. The UI is off unless asked for:
 a report run on a CI machine has no one to look at it, and it costs a port and start time.
 
-Quiet by default (issue 22): the JVM's and Spark's start-up lines (``WARNING: Using incubator
+Quiet by default: the JVM's and Spark's start-up lines (``WARNING: Using incubator
 modules``, ``Using Spark's default log4j profile``, NativeCodeLoader, progress bars) are not the
 report's findings. The py4j gateway is launched here with its stdout and stderr going to a log file
 (:func:`spark_log`), under a log4j2 configuration at WARN, so the console shows only the command's own
@@ -54,7 +54,7 @@ SQL_CONF = {
     # own partial aggregation of every case it meets (thousands of groups, each with a digest, a
     # set and a struct), which the reduce side then merges, and the last wave of tasks may leave
     # a core idle. At Spark's default, 128 MB, a million records (809 MB) were 7 tasks on 2 cores;
-    # at 1 GB they are one per core. The pass (bench data, 1M records, load 1.5-2.5, issue 20):
+    # at 1 GB they are one per core. The pass (bench data, 1M records, load 1.5-2.5):
     # 16 MB 19.8 s, 32 MB 18.9 s, 128 MB 17.2 / 17.7 / 17.2 s, 256 MB 16.6 s, 1 GB 14.3 / 15.4 /
     # 15.2 / 15.3 s. A task streams its split line by line, so its size costs no memory.
     "spark.sql.files.maxPartitionBytes": "1g",
