@@ -84,7 +84,7 @@ class QueueUnavailable(OperationTimeout):
 
 class PublishNotConfirmed(AdapterError):
     """The broker answered a confirmed publish with a nack (or returned it unroutable): it did not
-    take the message. A replicated queue does so while it has no leader (issue 21)."""
+    take the message. A replicated queue does so while it has no leader."""
 
 
 class ConnectionLost(AdapterError):
@@ -110,7 +110,7 @@ class ChannelClosed(ConformanceError):
         self.hard = hard
 
 
-# --- liveness (issue 16): errors that name the operation and the reply that never came -----------
+# --- liveness: errors that name the operation and the reply that never came ----------------------
 
 class NoReply(ConnectionLost):
     """A synchronous operation got no reply within its deadline; the suite cut the connection.

@@ -22,7 +22,7 @@ def load_group(group: str) -> dict[str, Any]:
 
 def load_one(group: str, name: str) -> Any | None:
     """Only the named plugin of ``group`` (None if none is installed under that name): selecting one
-    adapter must not import, or fail on, every other plugin installed (issue 19 §2)."""
+    adapter must not import, or fail on, every other plugin installed."""
     for ep in entry_points(group=group, name=name):
         try:
             return ep.load()

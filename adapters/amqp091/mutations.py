@@ -766,7 +766,7 @@ class TornPublishCompleted(Mutator):
 
 
 
-# -- content framing edges and hostile modes (issue 16) -------------------------------------------
+# -- content framing edges, and hostile modes that stall the suite rather than break a rule -------
 
 class _ConfirmRenumbering(Mutator):
     """Keeps publisher confirms consistent for the client when publishes are discarded: the broker

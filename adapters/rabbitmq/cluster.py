@@ -1,4 +1,4 @@
-"""A private three-node RabbitMQ cluster on loopback (target ``rabbitmq-cluster``, issue 21).
+"""A private three-node RabbitMQ cluster on loopback (target ``rabbitmq-cluster``), for the failover cases.
 
 Each node is a :class:`~adapters.rabbitmq.launcher.RabbitMQLocalNode` (own node name, AMQP and
 distribution ports, data dir, supervisor watchdog), and the nodes share what a cluster must share:

@@ -30,7 +30,7 @@ def all_cases() -> list[type]:
                     found.append(obj)
     from conformance.catalogue.packs import active
 
-    for pack in active():  # issue 19 §2: the cases of every loaded requirement pack
+    for pack in active():  # the cases of every loaded requirement pack
         for mod in pkgutil.walk_packages([str(pack.cases_dir)], prefix=f"{pack.cases_package}."):
             if not mod.name.rpartition(".")[2].startswith("test_"):
                 continue

@@ -1,4 +1,4 @@
-"""Failover across cluster nodes (issue 21): cases that kill one node of a cluster target."""
+"""Failover across cluster nodes: cases that kill one node of a cluster target."""
 
 from __future__ import annotations
 

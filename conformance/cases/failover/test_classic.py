@@ -1,4 +1,4 @@
-"""A durable classic queue losing its home node, without and with a mirroring policy (issue 21).
+"""A durable classic queue losing its home node, without and with a mirroring policy.
 
 What happens is the broker's documented choice, read from the profile (failover.classic-node-loss):
 RabbitMQ 3.10 keeps a non-mirrored queue's messages on its node's disk, so the queue is refused

@@ -1,4 +1,5 @@
-"""Seed 002's client behaviours with a node list, on a real node loss (issue 21).
+"""The reconnecting clients (AMQ JMS failover rules, conformance.kit.clients) with a node list, on a
+real node loss.
 
 TX-FAILOVER-NO-LOSS checks the reconnecting client against one node whose connections a proxy
 cuts; here the client's node really dies and the client carries on through another node, so what

@@ -1,4 +1,4 @@
-"""A quorum queue losing a node (issue 21): confirmed messages, unacked deliveries, a commit in flight.
+"""A quorum queue losing a node: confirmed messages, unacked deliveries, a commit in flight.
 
 Each scenario picks the victim from where the broker says the queue lives (leader or a follower),
 connects the client under test through the victim's node, kills that node (kill -9) at a moment
