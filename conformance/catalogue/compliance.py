@@ -1,4 +1,4 @@
-"""The suite's spec verdicts beside a vendor's own rule-by-rule grades (issue 17).
+"""The suite's spec verdicts beside a vendor's own rule-by-rule grades.
 
 A vendor grades rules in its own words (conformance/catalogue/data/rules/vendor/<vendor>-compliance.yaml, e.g.
 RabbitMQ's "Compatibility and Conformance" table). For every rule both the suite covers and the

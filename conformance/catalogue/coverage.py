@@ -1,4 +1,4 @@
-"""The coverage map (issue 17): every extracted spec rule, the requirements that operationalise it,
+"""The coverage map: every extracted spec rule, the requirements that operationalise it,
 or why none does; and the figures covered / testable / total per protocol."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def coverage(rules: Iterable[Rule] | None = None, requirements: Iterable[Require
 def figures(rows: list[RuleCoverage]) -> dict[str, dict[str, int]]:
     """Per protocol: covered, testable, total (and covered among the testable MUST/SHOULD rules)."""
     out: dict[str, dict[str, int]] = {}
-    packs_protocols = sorted({c.rule.protocol for c in rows} - set(PROTOCOLS))  # a requirement pack's rules (issue 19 §2)
+    packs_protocols = sorted({c.rule.protocol for c in rows} - set(PROTOCOLS))  # a requirement pack's rules
     for protocol in (*PROTOCOLS, *packs_protocols):
         mine = [c for c in rows if c.rule.protocol == protocol]
         normative = [c for c in mine if c.rule.testable and c.rule.level in ("MUST", "SHOULD")]

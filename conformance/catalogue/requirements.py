@@ -52,10 +52,10 @@ class Requirement:
     reference: tuple[Reference, ...] = field(default=(), compare=False, hash=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     #: Spec rules (conformance/catalogue/data/rules/) the requirement operationalises, per protocol; the first of a
-    #: protocol gives the level over that protocol (issue 17).
+    #: protocol gives the level over that protocol.
     rules: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: Capabilities the cases need (conformance/catalogue/data/capabilities.yaml): the requirement applies to every
-    #: adapter offering them, whatever its protocol (issue 19). ``protocols`` only scopes the levels.
+    #: adapter offering them, whatever its protocol. ``protocols`` only scopes the levels.
     needs: tuple[str, ...] = ()
     #: The requirement pack that ships it (conformance.catalogue.packs), None for the core catalogue.
     pack: str | None = None
@@ -112,7 +112,7 @@ def _parse_area(data: Any, origin: str, pack: Any = None) -> Area:
             sources.append(Source(kind=s["kind"], ref=str(s["ref"]), url=s.get("url")))
         rules = _parse_rules(raw.get("rules"), where, rid)
         known = {"id", "level", "text", "sources", "protocols", "reference", "rules", "needs"}
-        from conformance.catalogue.capabilities import check_names  # issue 19: applicability by capability
+        from conformance.catalogue.capabilities import check_names  # applicability is by capability
 
         if "needs" not in raw:  # an omitted list would make the requirement apply to every protocol
             raise UsageError(f"{where} ({rid}): needs is required (the capabilities its cases use; [] for none)")

@@ -1,4 +1,4 @@
-"""The AMQP 0-9-1 rules derived from the specification's XML (issue 17).
+"""The AMQP 0-9-1 rules derived from the specification's XML.
 
 ``extract(xml)`` reads amqp0-9-1.xml (the full file or the excerpt the suite ships,
 conformance/catalogue/data/rules/sources/amqp0-9-1.excerpt.xml) and yields every ``<rule>`` with the id RabbitMQ's
