@@ -64,7 +64,7 @@ TABLE: tuple[Option, ...] = (
     Option("out", ("--out",), "results folder (default: runs/<timestamp>)", type=Path, pytest=False),
     Option("area", ("--area",), "only this area (repeatable)", repeatable=True, narrows=True),
     Option("pack", ("--pack",), "also load this requirement pack; no:NAME leaves out one the adapter's package ships "
-           "(repeatable; see README 'Requirement packs')", repeatable=True),
+           "(repeatable; see docs/stomp-and-plugins.md 'Requirement packs')", repeatable=True),
     Option("requirement", ("--requirement", "-r"), "only this requirement id (repeatable)", repeatable=True, narrows=True),
     Option("exclude_area", ("--exclude-area",), "leave out this area (repeatable)", repeatable=True, narrows=True),
     Option("level", ("--level",), "only requirements of this level (repeatable)", type=str.upper, repeatable=True, choices=tuple(LEVELS),
