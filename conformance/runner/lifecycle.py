@@ -99,7 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
         scheme = urlsplit(url).scheme
         adapter = adapter_for(scheme, config.getoption("--adapter"))()
         loaded = check_options(config, packs.adapter_entry_name(type(adapter)))  # the packs its package ships too
-        config.args.extend(str(p.cases_dir) for p in loaded if str(p.cases_dir) not in config.args)  # issue 19 §2
+        config.args.extend(str(p.cases_dir) for p in loaded if str(p.cases_dir) not in config.args)  # packs' cases
         server = _probe_server(adapter, url)
         profile = select_profile(server.product, server.version, adapter.protocol, config.getoption("--profile"))
     except Exception as exc:  # noqa: BLE001 - whatever broke, the user gets one line, the node is stopped
@@ -124,7 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
         attached=bool(config.getoption("--attach-target")),
         mutation=config.getoption("--mutation"),
     )
-    # --- issue 16: preflight (controller runs it once; workers get its records) -------------------
+    # --- preflight: the controller runs it once; workers get its records --------------------------
     if worker is not None:
         state.preflight = preflight.from_records(json.loads(worker.get("conformance_preflight") or "[]"))
     else:
@@ -139,8 +139,7 @@ def pytest_configure(config: pytest.Config) -> None:
             _abort_record(config, message)
             raise pytest.UsageError(message) from None
         print(scrub(preflight.render(state.preflight)))
-    # --- end issue 16 ---------------------------------------------------------------------------
-    _cluster_urls(state, config, worker)  # issue 21
+    _cluster_urls(state, config, worker)
     config.stash[STATE_KEY] = state
     if worker is None:
         allure.environment(getattr(config.option, "allure_report_dir", None), records.run_fields(state))
@@ -156,7 +155,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 "repeat": config.getoption("--repeat"),
                 # "running" until the run ends: a run.json that still says so belongs to a killed run
                 "status": "running",
-                "preflight": [c.as_record() for c in state.preflight],  # issue 16
+                "preflight": [c.as_record() for c in state.preflight],
             }
         )
 
@@ -194,8 +193,8 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput["conformance_run_id"] = state.run_id
         handle = state.target.handle() if state.target is not None else None
         node.workerinput["conformance_target"] = json.dumps(handle) if handle else ""
-        node.workerinput["conformance_preflight"] = json.dumps([c.as_record() for c in state.preflight])  # issue 16
-        node.workerinput["conformance_node_urls"] = json.dumps(state.node_urls or {})  # issue 21
+        node.workerinput["conformance_preflight"] = json.dumps([c.as_record() for c in state.preflight])
+        node.workerinput["conformance_node_urls"] = json.dumps(state.node_urls or {})
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -258,8 +257,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 _CONFIG: dict[str, pytest.Config] = {}
 
 
-# --- issue 21: a cluster target's nodes, each behind the run's mutation when there is one -------
 def _cluster_urls(state: RunState, config: pytest.Config, worker: Any) -> None:
+    """A cluster target's node URLs (the controller's, handed to workers), each behind the run's
+    mutation proxy when there is one."""
     if worker is not None:
         state.node_urls = json.loads(worker.get("conformance_node_urls") or "{}") or None
         return
@@ -275,5 +275,4 @@ def _cluster_urls(state: RunState, config: pytest.Config, worker: Any) -> None:
     state.node_urls, state.node_proxies = mutated_node_urls(
         urls, (state.target.url, str.__str__(state.url)),
         lambda u: IsolatedFaultProxy.for_url(SecretUrl(u), mutation=mutation).start())
-# --- end issue 21 -----------------------------------------------------------------------------
 
