@@ -123,8 +123,8 @@ def test_every_case_names_the_kinds_it_inflicts_and_disrupts_the_broker_exactly_
 
 def test_kinds_by_name_and_only_broker_kinds_are_shared_by_phased_cases() -> None:
     assert kinds.kind("kill") is kinds.KILL and kinds.kind(kinds.RESTART) is kinds.RESTART
-    with pytest.raises(ValueError, match="unknown fault kind 'partition'"):
-        kinds.kind("partition")
+    with pytest.raises(ValueError, match="unknown fault kind 'reboot'"):
+        kinds.kind("reboot")
     with pytest.raises(ValueError, match="'node-kill' is not a broker fault"):
         kinds.broker_kind(kinds.NODE_KILL)
 
