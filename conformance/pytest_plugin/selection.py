@@ -9,7 +9,7 @@ import pytest
 from conformance.kit.case import Case
 from conformance.catalogue.requirements import requirement
 from conformance.runner import deadline
-from conformance.runner import shared_faults  # issue 20: one broker fault shared by the disruptive cases
+from conformance.runner import shared_faults
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -20,7 +20,7 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # issue 20: before xdist reads the xdist_group marks it sets (loadgroup)
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks it sets (loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Give every case its deadline; keep only the cases asked for.
 
@@ -55,4 +55,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
-    shared_faults.order(items)  # issue 20: the cases of one broker fault together, last
+    shared_faults.order(items)  # the cases of one broker fault together, last

@@ -1,4 +1,4 @@
-"""One broker fault shared by many cases (issue 20): the runner's grouping of disruptive cases.
+"""One broker fault shared by many cases: the runner's grouping of disruptive cases.
 
 A case that needs a broker restart or kill -9 names it (:meth:`Case.broker_fault`) and splits its
 scenario into :meth:`Case.prepare` (before the fault) and :meth:`Case.observe` (after it). When a
