@@ -1,4 +1,4 @@
-"""Adapter kit (issue 19 §3): exercise every neutral-API operation of an adapter against a real broker
+"""Adapter kit: exercise every neutral-API operation of an adapter against a real broker
 and report contract breaks precisely (what was called, what came back, what the contract expects),
 before any catalogue verdict through that adapter is trusted.
 

@@ -16,7 +16,7 @@ from conformance.cli.exit_codes import EXIT_OK
 def add_parser(sub: Any) -> None:
     ls = sub.add_parser("list", help="print the requirement catalogue")
     ls.add_argument("--area", help="only this area")
-    ls.add_argument("--rules", action="store_true", help="the spec rules' coverage map: covering requirements, or why none (issue 17)")
+    ls.add_argument("--rules", action="store_true", help="the spec rules' coverage map: covering requirements, or why none")
     ls.add_argument("--level", choices=[lv.lower() for lv in LEVELS] + list(LEVELS), help="only this level")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.add_argument("--pack", action="append", help="also list this requirement pack's requirements (repeatable)")

@@ -1,4 +1,4 @@
-"""``conformance new-adapter NAME``: a package skeleton for a broker team's own protocol (issue 19 §3).
+"""``conformance new-adapter NAME``: a package skeleton for a broker team's own protocol.
 
 It writes what packages/conformance-stomp/ has, empty: a pyproject with the entry points the core
 reads, an adapter whose every operation raises Unsupported until implemented (so a half-written

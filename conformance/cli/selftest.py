@@ -13,7 +13,7 @@ sees an unchanged broker). Mutation runs go in parallel (cases use their own que
 restart the broker run apart from them, one run after another, and under a mutation only when the
 mutation is declared to break their requirement. Within such a run the runner shares the faults
 (conformance.runner.shared_faults): one restart and one kill serve all its cases. Where the target can be
-launched twice, those runs go on a second node beside the others (conformance.nemesis.spare_node, issue 20).
+launched twice, those runs go on a second node beside the others (conformance.nemesis.spare_node).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def touched(clean: list[Run]) -> dict[str, set[str]]:
 def selftest(opts: Options, say: Callable[[str], None] = print, progress: "StepProgress | None" = None) -> dict[str, Any]:
     """Run everything and return the kill matrix (also written to ``opts.out``).
 
-    ``progress`` (issue 22) learns each catalogue run as it starts and ends, and the kills so far:
+    ``progress`` learns each catalogue run as it starts and ends, and the kills so far:
     a self-test takes minutes, and a line only when a mutation finishes left a person guessing."""
     track = progress or _NoProgress()
     started = time.monotonic()
