@@ -124,7 +124,7 @@ class Profile:
     checked: str = ""
     path: str = ""
     #: Capabilities (conformance/catalogue/data/capabilities.yaml) the broker does not offer, by name, with reason
-    #: and source: every requirement needing one is reported unsupported by the target (issue 19).
+    #: and source: every requirement needing one is reported unsupported by the target.
     lacks: dict[str, Documented] = field(default_factory=dict)
     #: The version the judged server announced (set by :func:`select_profile`), "" when unknown.
     server_version: str = ""

@@ -1,4 +1,4 @@
-"""Node-level faults for cases that need a cluster (issue 21): the nemesis and client sides, broker-neutral.
+"""Node-level faults for cases that need a cluster: the nemesis and client sides, broker-neutral.
 
 A cluster target (a launcher such as ``rabbitmq-cluster``) offers the operations in
 :class:`~conformance.nemesis.kinds.ClusterOps` (the ability of the node kinds, conformance.nemesis.kinds);

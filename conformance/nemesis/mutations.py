@@ -221,7 +221,7 @@ def make(spec: str) -> Mutation:
 class Expectation:
     """Which requirements a mutation must break (``breaks``) and may break as well (``may_break``).
 
-    A *hostile* mode (``hostile: true``, issue 16) emulates a broker that stalls the suite rather
+    A *hostile* mode (``hostile: true``) emulates a broker that stalls the suite rather
     than violating one rule (a target that stops answering, deliveries withheld). It is not part of
     the self-test's kill matrix (no ``breaks``, so the self-test leaves it out of scope); instead a
     run through it must end quickly, fail the requirements under ``must_fail`` and name each text
@@ -238,7 +238,7 @@ class Expectation:
 
 def expectations(path: Path = EXPECTATIONS_FILE) -> dict[str, Expectation]:
     """The declared expectations, checked against the registry and the catalogue (with the bundled
-    file, plugins' files too: issue 19)."""
+    file, the files installed plugins ship too)."""
     if path == EXPECTATIONS_FILE:
         merged: dict[str, Expectation] = {}
         for p in [path, *_plugin_expectation_files()]:

@@ -437,7 +437,7 @@ class FaultProxy(ProxyBase):
 
     async def _codec(self, link: _Link, sender: Sender, first: bytes) -> Codec:
         if sender is Sender.CLIENT:
-            family = codec_for_any(first)  # issue 19: plugin framers (conformance.nemesis.wire) beside AMQP's
+            family = codec_for_any(first)  # plugin framers (conformance.nemesis.wire) beside AMQP's
             if family is None:
                 raise MalformedFrame(f"not an AMQP protocol header nor a frame of an installed framer: {first[:8]!r}")
             link.family = family

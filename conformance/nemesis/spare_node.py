@@ -1,4 +1,4 @@
-"""A second launched target for the self-test's restart lane (issue 20).
+"""A second launched target for the self-test's restart lane.
 
 The runs whose cases restart or kill the broker take most of a self-test's time (about 130 s of
 190 s on RabbitMQ 3.10.8 here), and they cannot share a node with the plain runs: a restart would

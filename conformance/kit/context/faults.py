@@ -72,7 +72,7 @@ class BrokerFaults(Waits):
         404 (not-found, in every adapter's codes) and the broker's own metadata, asked once
         (Target.queue_known: on RabbitMQ the live queues and the durable ones not yet recovered),
         then a 404 again after that answer. A 404 alone is not enough: one was seen, once, from a
-        broker whose queue answered afterwards (issue 20, stop 25); and a queue whose home node is
+        broker whose queue answered afterwards; and a queue whose home node is
         down answers 404 too, while its record, which the listing shows, waits for that node. The
         reply text is never read (it is the broker's own wording). Without the capability the
         window decides, as before."""
