@@ -204,7 +204,7 @@ def main() -> None:
         for s in results:
             print(f"   {s['label']}: wall / floor = {s['wall'] / f:.1f}x; ordinary in-case / floor = {s['ordinary_s'] / f:.1f}x")
         if args.ordinary:
-            # issue 20's "non-restart cases at 30 cases/s": a run of them alone (--disruptive exclude),
+            # the throughput target of ordinary (non-restart) cases, 30 cases/s: a run of them alone (--disruptive exclude),
             # timed on the wall clock from the first case's start to the last one's end, so the
             # figure under two workers is the concurrency's, not a sum of per-process times
             print("\nordinary cases alone (--disruptive exclude), wall clock from first case start to last case end:")
