@@ -1,4 +1,4 @@
-"""Applicability by capability (issue 19 §1): the AMQP adapters get exactly the requirements their
+"""Applicability by capability: the AMQP adapters get exactly the requirements their
 protocol lists always gave them, a new protocol gets what its capabilities express, and every name
 in a requirement, adapter or profile is a known capability."""
 

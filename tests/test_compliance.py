@@ -1,4 +1,4 @@
-"""The suite's spec verdicts beside RabbitMQ's own rule grades (issue 17), on synthetic records, and
+"""The suite's spec verdicts beside RabbitMQ's own rule grades, on synthetic records, and
 the committed comparison (docs/rabbitmq-compliance-comparison.md) kept in step with the catalogue."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a person sees (issue 22): the run's console in a real terminal, a case page in a real browser.
+"""What a person sees: the run's console in a real terminal, a case page in a real browser.
 
 The terminal test starts ``conformance run`` in a detached tmux session of a fixed size against the
 session's private node, through the ``nack-multiple-cleared`` mutation (real failing cases), with

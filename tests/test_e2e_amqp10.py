@@ -72,14 +72,14 @@ def test_the_same_requirement_compares_across_protocols(rabbit: RabbitMQLocalNod
     for key in shared:
         assert (by["pika"][key]["protocol"], by["proton"][key]["protocol"]) == ("amqp-0-9-1", "amqp-1.0")
     # The refusal is the broker's over 0-9-1 (406); over 1.0 our client refuses before the wire,
-    # which tests nothing: unsupported, never a pass (issue 17).
+    # which tests nothing: unsupported, never a pass.
     k = ("LINK-UNRELIABLE-NO-SETTLE", "classic", "release")
     assert by["pika"][k]["observations"]["answer"]["refused_by"] == "broker"
     assert by["proton"][k]["verdict"] == "unsupported" and "not tested" in by["proton"][k]["reason"]
 
 
 def test_adapter_check_passes_for_pika_and_proton(rabbit: RabbitMQLocalNode) -> None:
-    """Issue 19 §3: the adapter kit's contract check holds for both AMQP adapters on the same node
+    """The adapter kit's contract check holds for both AMQP adapters on the same node
     (proton's transactions are 'not offered': the 3.10 plugin refuses the coordinator)."""
     from adapters.amqp091.pika_adapter import PikaAdapter
     from adapters.amqp10.proton_adapter import ProtonAdapter

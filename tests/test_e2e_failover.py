@@ -1,4 +1,4 @@
-"""The failover area end to end (issue 21): one three-node cluster, one `conformance run`.
+"""The failover area end to end: one three-node cluster, one `conformance run`.
 
 The run launches the ``rabbitmq-cluster`` target once for the whole module (about 30 s on a busy
 2-core machine) and runs every failover case against it; the tests then read its records: each

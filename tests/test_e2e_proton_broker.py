@@ -95,7 +95,7 @@ def test_no_must_fails_for_what_amqp_1_0_permits(run: tuple[Any, list[dict[str, 
     first = next(r for r in recs if r["requirement"] == "ACK-FIRST-NOT-REDELIVERED")
     assert first["verdict"] == "pass", first["observed"]  # no header: first-acquirer=false, which 3.2.1 allows
     for r in recs:
-        if r["verdict"] == "fail" and r["level"] == "MUST":  # the level over amqp-1.0 (issue 17)
+        if r["verdict"] == "fail" and r["level"] == "MUST":  # the level over amqp-1.0
             # every MUST it fails is a loss: deliveries that never came back (the sentinel behind
             # them included: this broker keeps routing to the links of an ended session), or the
             # coordinator's protocol violation

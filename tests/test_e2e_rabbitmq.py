@@ -226,7 +226,7 @@ def test_a_failing_case_carries_its_wire_trace_into_junit_and_allure(rabbit: Rab
     recs = {(r["queue_type"], r["variant"]): r for r in read_results(out)}
     fin = recs[("classic", "fin")]
     assert fin["verdict"] == "fail" and "delivered" in fin["observed"], proc.stdout[-3000:]
-    # issue 17: the requirement rests on tx/atomic, a SHOULD, so its failure is reported but does not fail the run
+    # the requirement rests on tx/atomic, a SHOULD, so its failure is reported but does not fail the run
     assert fin["level"] == "SHOULD" and all(r["verdict"] == "fail" for r in recs.values())
     assert exit_code(list(recs.values())) == EXIT_OK
     trace = "\n".join(fin["wire_trace"])

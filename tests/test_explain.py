@@ -1,4 +1,4 @@
-"""``conformance explain`` on a real run's results folder (issue 22).
+"""``conformance explain`` on a real run's results folder.
 
 One real run of the nack area through the ``nack-multiple-cleared`` mutation (against the session's
 private node, its URL with a password passed as ``--target env:...``) gives passing cases

@@ -1,4 +1,5 @@
-"""The release gate cannot be fooled: every hole of issue 15 section 2, with synthetic runs.
+"""The release gate cannot be fooled (a vanished cell, a new failure, a flaky or errored cell, an
+unfinished or incomparable run, a bad manifest), with synthetic runs.
 
 Pure logic (cell classes, the decision, run metadata, the manifest) is tested without Spark; the
 end-to-end tests read synthetic run folders through the real pipeline with one shared session.

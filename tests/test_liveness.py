@@ -1,4 +1,4 @@
-"""Issue 16: preflight, liveness and missing deliveries, and the hostile modes that emulate each situation.
+"""Preflight, liveness and missing deliveries, and the hostile modes that emulate each situation.
 
 Pure parts on synthetic data first (verdicts, blocking, operators on synthetic frames), then the
 health probe against the real node (alive, and silenced by the silent-after operator in the fault

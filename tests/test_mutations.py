@@ -80,7 +80,7 @@ def deliver(tag: int, redelivered: bool = False, body: bytes = b"hello", ch: int
 def test_every_operator_declares_what_it_breaks() -> None:
     declared = expectations()
     assert {m.name for m in available()} == set(declared)
-    # the core's two protocols, plus any an installed plugin brings (issue 19: the STOMP package)
+    # the core's two protocols, plus any an installed plugin brings (the STOMP package)
     assert {m.protocol for m in available()} >= {"amqp-0-9-1", "amqp-1.0"}
 
 
@@ -401,7 +401,7 @@ def test_durable_cleared_rewrites_the_clients_transfers_only() -> None:
     assert header10(to_server[0])[0] is False and header10(to_client[0])[0] is True and m.rewritten == 1
 
 
-# -- issue 17: operators for the newly covered rules -----------------------------------------------
+# -- operators for single spec rules (persistence order, basic.get-empty, delivery tags, ...) -------
 
 def persistent_deliver(tag: int, mode: int, mid: str) -> list[Frame]:
     props = commands.Basic.Properties(message_id=mid, delivery_mode=mode)

@@ -1,4 +1,4 @@
-"""Issue 20: a run with two workers decides every case as a serial run does (same case ids, same
+"""A run with two workers decides every case as a serial run does (same case ids, same
 verdicts), against one real private node."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Ending the wait for a queue after a broker fault when the queue is gone for good (issue 20).
+"""Ending the wait for a queue after a broker fault when the queue is gone for good.
 
-A 404 alone once came from a broker whose queue answered afterwards (stop 25's CI, on the process
+A 404 alone once came from a broker whose queue answered afterwards (in CI, on the process
 target), so the wait ends only on two pieces of evidence: the protocol's 404 and the broker's own
 metadata (Target.queue_known), then a 404 again after that listing. Pure logic against a scripted
 broker; the real path runs in the self-test (durable-flipped: the persist and tx cases' queues are

@@ -1,4 +1,4 @@
-"""Ending the wait after kill -9 on the broker's own report of a replicated queue (issue 20).
+"""Ending the wait after kill -9 on the broker's own report of a replicated queue.
 
 Pure logic on recorded reports: the JSON ``rabbitmq-queues quorum_status`` printed on RabbitMQ
 3.10.8 here (a queue that recovered, and the rabbitmq-server#10070 queue that never does), the

@@ -187,7 +187,7 @@ def _reference(lines: list[str]) -> dict[str, Any]:
 def test_the_one_pass_figures_equal_a_plain_python_reading_of_the_records(spark: Any, tmp_path: Path) -> None:
     """Random records over several runs, with repetitions, flaky cases, nulls, self-test records
     and damaged lines: every cell, count, flakiness row and duration group Spark reports is what
-    reading the lines one by one gives (issue 20 moved the figures to a single pass)."""
+    reading the lines one by one gives (the figures come from a single pass)."""
     import random
     from collections import Counter
 
@@ -307,7 +307,7 @@ def test_report_outputs_and_the_page_in_a_real_browser(spark: Any, tmp_path: Pat
     assert "<script>x</script>" not in page and "&lt;script&gt;" in page  # traces are escaped
     assert "http" not in page.split("<body>")[0]  # nothing loaded from a network
     assert "Suite strength" in page and "acks-dropped" in page
-    assert 'id="coverage"' in page and 'id="rule-amqp-0-9-1-basic-reject-requeue-01"' in page  # issue 17: the coverage section
+    assert 'id="coverage"' in page and 'id="rule-amqp-0-9-1-basic-reject-requeue-01"' in page  # the coverage section
     assert "not testable: a client obligation" in page
     assert json.loads((out / "matrix.json").read_text())["rule_coverage"]["figures"]["amqp-0-9-1"]["total"] > 0
     md = (out / "summary.md").read_text()
@@ -341,7 +341,7 @@ def test_gate_command_exit_codes_and_xpass(spark: Any, tmp_path: Path, capsys: p
 
 
 def test_coverage_section_shows_each_rule_with_its_requirements_verdicts_or_why_none() -> None:
-    """Issue 17, without Spark: the section's data joins the rule map with the report's cells."""
+    """Without Spark: the section's data joins the rule map with the report's cells."""
     from conformance.catalogue.coverage import as_data
     from reports.render import coverage_context
 
@@ -353,10 +353,10 @@ def test_coverage_section_shows_each_rule_with_its_requirements_verdicts_or_why_
     assert reject["covering"] == [{"id": "NACK-REJECT-REQUEUE", "cells": [{"verdict": "deviation", "label": "deviation"}]}]
     assert rows[("amqp-0-9-1", "basic/reject/03")]["reason"].startswith("not testable")
     assert set(ctx["figures"]) == {"amqp-0-9-1", "amqp-1.0"}
-    assert coverage_context({}, grid, []) is None  # a result built before issue 17 renders without the section
+    assert coverage_context({}, grid, []) is None  # a result without rule coverage renders without the section
 
 
-# --- issue 22: a quiet console, and queue-type-independent requirements inside their target -------------
+# --- a quiet console, and queue-type-independent requirements inside their target ----------------------
 
 def test_matrix_layout_spans_a_queue_type_independent_requirement_over_its_target() -> None:
     """Pure layout on synthetic cells: no stray ``... -`` column, readable group and column titles."""

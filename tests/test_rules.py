@@ -1,4 +1,4 @@
-"""Spec rules as data (conformance/catalogue/data/rules/) and the levels requirements take from them (issue 17)."""
+"""Spec rules as data (conformance/catalogue/data/rules/) and the levels requirements take from them."""
 
 from __future__ import annotations
 

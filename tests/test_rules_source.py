@@ -1,4 +1,4 @@
-"""conformance/catalogue/data/rules/amqp-0-9-1.yaml is derived from the specification's XML (issue 17): every <rule>
+"""conformance/catalogue/data/rules/amqp-0-9-1.yaml is derived from the specification's XML: every <rule>
 of the suite's areas is listed under its first RFC keyword with a word-for-word quote, and every
 chassis rule under the chassis' implement level. The XML is the excerpt the suite ships
 (conformance/catalogue/data/rules/sources/, licence kept); the same check runs on the full amqp0-9-1.xml:

@@ -1,4 +1,4 @@
-"""The self-test's restart lane (issue 20, conformance.nemesis.spare_node): with a second node, the runs that
+"""The self-test's restart lane (conformance.nemesis.spare_node): with a second node, the runs that
 restart the broker go there, beside the plain runs, and the kill matrix is the one a serial
 self-test builds; without one (or when it does not boot) they go after the others, on the run's node.
 

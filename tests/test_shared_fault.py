@@ -1,4 +1,4 @@
-"""Issue 20: one broker restart (and one kill -9) serves every disruptive case of a run.
+"""One broker restart (and one kill -9) serves every disruptive case of a run.
 
 Against a real private node: the run restarts it once and kills it once, each case still observes
 its own queues and writes a record of its own, with the verdicts the per-case path gives; a case

@@ -1,4 +1,4 @@
-"""Issue 19 end to end: the shared catalogue through the STOMP plugin package on two real STOMP
+"""A plugin package end to end: the shared catalogue through the STOMP plugin package on two real STOMP
 brokers launched privately on loopback (ActiveMQ Classic from Debian, RabbitMQ's rabbitmq_stomp
 plugin), with no STOMP name anywhere in the core. The two runs go at once (each in its own
 ``conformance run`` process) to keep the file within its share of CI's time."""
@@ -34,7 +34,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess
     """One run per broker, both at once; each launches and stops its own private broker."""
     if not Path("/usr/share/activemq/bin/activemq.jar").exists():
         pytest.skip("ActiveMQ is not installed (scripts/install.sh installs the Debian package)")
-    # issue 19 §2: a broken pack is installed too; nobody selects it, so it must not stop either run
+    # a broken pack is installed too; nobody selects it, so it must not stop either run
     from tests.test_packs import install_pack
 
     site = tmp_path_factory.mktemp("site")
@@ -111,7 +111,7 @@ def test_no_broker_process_outlives_the_runs(runs: dict) -> None:
     assert not leftovers, f"ActiveMQ processes left running: {leftovers}"
 
 
-# --- the adapter kit: conformance adapter-check (issue 19 §3) --------------------------------------
+# --- the adapter kit: conformance adapter-check ---------------------------------------------------
 
 @pytest.fixture(scope="module")
 def activemq() -> Iterator[Any]:

@@ -628,7 +628,7 @@ PERSIST_VIOLATIONS: list[Example] = [
 ]
 
 
-# == publish: content framing edges (issue 16) ======================================================
+# == publish: content framing edges ================================================================
 
 def framing_obs(mid: str, size: int, *, confirm: str = "basic.ack", delivered: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     sent = {"id": mid, "size": size, "sha": "s1"}
@@ -679,7 +679,7 @@ def test_example_names_are_unique() -> None:
 
 def test_area_examples_cover_every_case_of_the_areas() -> None:
     areas = ("nack", "limit", "dlx", "prefetch", "persist")
-    from tests.test_verdicts_spec_rules import SPEC_GOOD, SPEC_VIOLATIONS  # issue 17's cases, some in these areas
+    from tests.test_verdicts_spec_rules import SPEC_GOOD, SPEC_VIOLATIONS  # single-rule cases, some in these areas
 
     in_areas = {name for name, cls in CASES.items() if cls.__module__.split(".")[2] in areas}
     good = {e.case for e in AREAS_GOOD + SPEC_GOOD}
@@ -718,7 +718,7 @@ def test_quorum_unavailable_after_graceful_restart_is_not_the_kill_deviation() -
     assert v.outcome is Outcome.FAIL
 
 
-# == issue 17: verdicts that cannot pass a violation ================================================
+# == verdicts that cannot pass a violation ==========================================================
 
 
 def judged(case: str, obs: dict[str, Any], profile: Profile, qt: str | None = "classic") -> Any:

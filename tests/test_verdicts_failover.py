@@ -1,4 +1,4 @@
-"""Verdicts of the failover area (issue 21) on synthetic observations.
+"""Verdicts of the failover area on synthetic observations.
 
 Same contract as tests/test_verdicts.py (whose completeness test also counts the examples here): a
 compliant observation passes, each distinct violation fails with expected and observed. The

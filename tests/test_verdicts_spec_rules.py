@@ -1,5 +1,5 @@
-"""Verdicts of the cases added for issue 17 (rules of the areas no requirement covered before) on
-synthetic observations: a compliant observation passes, each violation fails and says so.
+"""Verdicts of the cases that check single spec rules (reply codes, delivery tags, basic.get-empty, ...)
+on synthetic observations: a compliant observation passes, each violation fails and says so.
 
 Same contract as tests/test_verdicts.py, whose completeness test counts these examples too."""
 
