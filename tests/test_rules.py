@@ -18,7 +18,7 @@ def test_rule_files_load_with_ids_keywords_and_quotes() -> None:
     for r in rules.values():
         assert r.keyword in KEYWORDS and r.quote and r.area
         assert r.testable or r.reason, r.ref
-    # the rules the issue names, with the spec's own keyword
+    # rules the catalogue's levels rest on, with the spec's own keyword
     assert rules["amqp-0-9-1 basic/reject/requeue/01"].keyword == "MUST NOT"
     assert rules["amqp-0-9-1 basic/01"].keyword == "SHOULD"
     assert rules["amqp-0-9-1 tx/atomic"].keyword == "SHOULD"

@@ -1,4 +1,4 @@
-"""What a release engineer must be able to trust in a run's outputs (issue: trustworthy outputs).
+"""What a release engineer must be able to trust in a run's outputs.
 
 - No password in any output: failing, erroring and timed-out cases against an external URL with a
   known password and against a launched node, then the report: stdout, stderr and every file
