@@ -33,8 +33,8 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
 
 def run_cli_or_stacks(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     """run_cli, but a child still running after ``timeout`` is made to print every thread's stack
-    (faulthandler on SIGABRT) and the test fails with them: a hang says where it hangs. (Stop 26's
-    CI saw the tiny-deadline run hang once, past pytest's 300 s, with nothing to show why.)"""
+    (faulthandler on SIGABRT) and the test fails with them: a hang says where it hangs. (CI once
+    saw the tiny-deadline run hang, past pytest's 300 s, with nothing to show why.)"""
     import os
     import signal
 
