@@ -82,7 +82,7 @@ def decided(item: pytest.Item, req: Requirement, protocol: str, queue_type: str 
     result = Result(
         requirement=req, protocol=protocol, queue_type=queue_type, variant=variant, verdict=verdict,
         duration_s=round(duration_s, 4), lock_wait_s=round(lock_wait_s, 4), observations=observations,
-        history=history.as_records() if keep and history else None,
+        history=history.as_records() if keep and history is not None else None,
         wire_trace=trace.splitlines() if keep and trace else None,
         history_text=history.render() if history else "", trace_text=trace, rerun=rerun, brief=brief,
     )
