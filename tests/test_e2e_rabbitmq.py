@@ -88,10 +88,11 @@ def test_catalogue_passes_on_rabbitmq_classic_and_quorum(rabbit: RabbitMQLocalNo
 
 def test_profile_can_mark_unsupported_and_never_excuses_what_it_leaves_out(rabbit: RabbitMQLocalNode, tmp_path: Path) -> None:
     profile = tmp_path / "custom.yaml"
-    text = (ROOT / "adapters/rabbitmq/profiles/rabbitmq-3.10.yaml").read_text()
-    text = text.replace("id: rabbitmq-3.10", "id: custom")
-    text = text[: text.index("  requeue.position.recover:")]
-    text += (
+    # RabbitMQ 3.10's profile without its quorum rows for the recover and nack positions
+    text = (
+        "id: custom\ntitle: custom\nextends: rabbitmq-3.10\nmatch: {versions: '>=3.10,<3.12'}\nentries:\n"
+        "  requeue.position.recover: {by_queue_type: {quorum: null}}\n"
+        "  requeue.position.nack: {by_queue_type: {quorum: null}}\n"
         "unsupported:\n  - {requirement: ACK-DOUBLE-ACK-406, queue_types: [quorum], kind: cannot-express, reason: test says so, source: tests}\n"
     )
     profile.write_text(text)
