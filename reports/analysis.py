@@ -5,7 +5,7 @@ case): however many records went in, that table is cases x targets, small enough
 figures here fold those rows in plain Python. Why not more Spark aggregations: each is a job of its
 own (scheduling, planning, a shuffle), and at a million records the cells, flakiness and case pages
 took 4-5 s as Spark jobs over a table that Python folds in milliseconds; the report and the gate
-collect the table once instead. tests/test_reports.py checks the figures against a plain reading of
+collect the table once instead. tests/reports/test_reports.py checks the figures against a plain reading of
 the records themselves.
 """
 

@@ -80,7 +80,7 @@ def compute(tagged: Any, *, durations: bool = True, run_ids: bool = True) -> Gro
     # the first task hardly moved (about 1.0 s either way: the JVM's analysis of the plan
     # dominates; one projection instead of five withColumn in reports.ingest saved ~0.1 s), so
     # this buys little on an idle machine, more when round trips slow down on a loaded one. The
-    # text gives the same expressions (tests/test_reports.py, and reports compared before/after).
+    # text gives the same expressions (tests/reports/test_reports.py, and reports compared before/after).
     def only(k: int, value: str, name: str) -> str:
         return f"CASE WHEN _kind = {k} THEN {value} END AS {name}"
 

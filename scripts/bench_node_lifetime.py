@@ -40,7 +40,7 @@ def main() -> int:
     summary("node stop", stops)
     try:
         from conformance.runner.supervisor import Supervisor
-        from tests.test_node_lifetime import start_runner, wait_nothing_left
+        from tests.nemesis.test_node_lifetime import start_runner, wait_nothing_left
     except ImportError:
         print("no conformance.runner.supervisor in this checkout: watchdog figures skipped")
         return 0

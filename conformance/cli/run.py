@@ -72,7 +72,7 @@ def default_workers(args: argparse.Namespace) -> int:
     29.0 cases/s with 2, 32.0 / 36.3 with 3, 33.2 / 34.1 with 4 (one worker: 28.6-31.5 s and
     16-17 cases/s). A run of one area or a few requirements is over before a second worker would
     have started, so it stays in one process. Results are the same either way
-    (tests/test_parallel_equals_serial.py); cases that restart the broker hold it exclusively."""
+    (tests/runner/test_parallel_equals_serial.py); cases that restart the broker hold it exclusively."""
     if getattr(args, "workers", None) is not None:
         return int(args.workers)
     whole = not any(getattr(args, name, None) for name in FILTERS)

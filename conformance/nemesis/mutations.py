@@ -225,7 +225,7 @@ class Expectation:
     than violating one rule (a target that stops answering, deliveries withheld). It is not part of
     the self-test's kill matrix (no ``breaks``, so the self-test leaves it out of scope); instead a
     run through it must end quickly, fail the requirements under ``must_fail`` and name each text
-    under ``must_name`` in some record (tests/test_liveness.py)."""
+    under ``must_name`` in some record (tests/runner/test_liveness.py)."""
 
     mutation: str
     breaks: tuple[str, ...]

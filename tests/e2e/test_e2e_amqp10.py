@@ -11,7 +11,7 @@ from conformance.catalogue.requirements import catalogue
 from conformance.cli import EXIT_OK
 from conformance.catalogue.profiles import select_profile
 from conformance.runner.results import read_results, read_run
-from tests.test_e2e_rabbitmq import run_cli
+from tests.e2e.test_e2e_rabbitmq import run_cli
 
 PROFILE = select_profile("RabbitMQ", "3.10.8", "amqp-1.0")
 

@@ -3,7 +3,7 @@ restart the broker go there, beside the plain runs, and the kill matrix is the o
 self-test builds; without one (or when it does not boot) they go after the others, on the run's node.
 
 The catalogue runs are replaced by a scripted ``execute`` (this is orchestration, not judging: the
-judging is tests/test_selftest.py's, and the real lane runs in tests/test_selftest.py's full run
+judging is tests/cli/test_selftest.py's, and the real lane runs in tests/cli/test_selftest.py's full run
 and bench/catalogue.py --selftest). The scripted runs check where each run was sent.
 """
 

@@ -14,7 +14,7 @@ from conformance.errors import UsageError
 from conformance.catalogue.profiles import bundled_profiles, parse_profile
 from conformance.catalogue.profile_keys import profile_keys
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: A dotted, lower-case profile key as a string literal (plain or the fixed head of an f-string).
 #: A line that reads a profile entry: the call itself, or the key variable a verdict passes to it.
 READS = re.compile(r"\.entry\(|\bkey = |\bjudge\(|_KEYS = |\bENTRY = ")
@@ -92,7 +92,7 @@ def test_valid_values_of_every_kind_load() -> None:
 
 
 def test_cli_lists_every_profile_key() -> None:
-    from tests.test_e2e_rabbitmq import run_cli
+    from tests.e2e.test_e2e_rabbitmq import run_cli
 
     proc = run_cli("list", "--profile-keys", timeout=60)
     assert proc.returncode == 0, proc.stderr

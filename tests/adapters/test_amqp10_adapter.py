@@ -12,7 +12,7 @@ from adapters.amqp10.proton_adapter import ProtonAdapter
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.api import AckMode, QueueSpec
 from conformance.errors import ChannelClosed, ConnectionLost, SettlementRefused, TargetCannot
-from tests.test_e2e_rabbitmq import run_cli
+from tests.e2e.test_e2e_rabbitmq import run_cli
 
 
 def closed_port() -> int:

@@ -28,7 +28,7 @@ from conformance.nemesis.mutations import expectations
 from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
 from conformance.kit.verdicts import Outcome
 from tests.conftest import conformance_cmd
-from tests.test_mutations import IO, C, S, decoded, deliver, frames091, run
+from tests.nemesis.test_mutations import IO, C, S, decoded, deliver, frames091, run
 
 CASE_TIMEOUT = 30
 

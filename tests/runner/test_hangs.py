@@ -33,7 +33,7 @@ from conformance.runner.results import read_results, read_run
 from conformance.targets import ExternalTarget, Target
 from conformance.kit.verdicts import Outcome, Verdict
 from tests.conftest import ROOT
-from tests.test_reports import rec, run_dir, spark  # noqa: F401 - spark: the module's shared session fixture
+from tests.reports.test_reports import rec, run_dir, spark  # noqa: F401 - spark: the module's shared session fixture
 
 #: Verdicts that judge the broker (or say why a case could not): anything but the suite's error.
 REAL = {"pass", "fail", "deviation", "unsupported", "undocumented"}

@@ -1,8 +1,8 @@
 """Fault kinds (conformance.nemesis.kinds): each names what a target must offer for it, and a case
 whose target cannot take its fault is unsupported (no-fault) before it runs, by the same rule that
 makes a case its protocol cannot express unsupported (cannot-express). Pure logic on stand-in
-targets; the whole catalogue on a real node shows the same verdicts (tests/test_shared_fault.py,
-tests/test_e2e_rabbitmq.py)."""
+targets; the whole catalogue on a real node shows the same verdicts (tests/runner/test_shared_fault.py,
+tests/e2e/test_e2e_rabbitmq.py)."""
 
 from __future__ import annotations
 

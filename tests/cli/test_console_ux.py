@@ -30,7 +30,7 @@ import pytest
 
 from conformance.runner.progress import Console, ResultsTail, RunProgress, StepProgress, case_block, clock, counts_text, eta_s
 from tests.conftest import ROOT
-from tests.test_reports import rec, run_dir
+from tests.reports.test_reports import rec, run_dir
 
 TARGET_ENV = "CONFORMANCE_UX_TARGET"
 #: The pane's size: wide enough that the bar's line is not wrapped, fixed so captures compare.

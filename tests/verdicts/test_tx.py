@@ -1,6 +1,6 @@
 """Verdicts of the transaction and in-flight publish areas on synthetic observations.
 
-Same contract as tests/test_verdicts.py (whose completeness test also counts the examples here):
+Same contract as tests/verdicts/test_verdicts.py (whose completeness test also counts the examples here):
 a compliant observation passes, each distinct violation fails with expected and observed.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conformance.kit.verdicts import Outcome, apply_profile
-from tests.test_verdicts import BASELINE, CASES, OPEN, RABBIT, Example, again, assert_fails, assert_passes, channel_406, connection_closed, first, msgs, soft, with_
+from tests.verdicts.test_verdicts import BASELINE, CASES, OPEN, RABBIT, Example, again, assert_fails, assert_passes, channel_406, connection_closed, first, msgs, soft, with_
 
 T = ["t1", "t2", "t3"]
 

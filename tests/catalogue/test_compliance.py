@@ -13,7 +13,7 @@ from conformance.catalogue.compliance import compare, load_grades, render, vendo
 from conformance.catalogue.coverage import coverage
 from conformance.errors import UsageError
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "rabbitmq-compliance-comparison.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "rabbitmq-compliance-comparison.md"
 
 
 def rec(req: str, spec: str, verdict: str | None = None) -> dict[str, Any]:

@@ -493,11 +493,11 @@ def test_violation_fails(ex: Example) -> None:
 
 
 def test_every_case_has_a_good_example_and_violations() -> None:
-    from tests.test_verdicts_areas import AREAS_GOOD, AREAS_VIOLATIONS
-    from tests.test_verdicts_link import LINK_GOOD, LINK_VIOLATIONS
-    from tests.test_verdicts_failover import FAILOVER_GOOD, FAILOVER_VIOLATIONS
-    from tests.test_verdicts_spec_rules import SPEC_GOOD, SPEC_VIOLATIONS
-    from tests.test_verdicts_tx import TX_GOOD, TX_VIOLATIONS
+    from tests.verdicts.test_areas import AREAS_GOOD, AREAS_VIOLATIONS
+    from tests.verdicts.test_link import LINK_GOOD, LINK_VIOLATIONS
+    from tests.verdicts.test_failover import FAILOVER_GOOD, FAILOVER_VIOLATIONS
+    from tests.verdicts.test_spec_rules import SPEC_GOOD, SPEC_VIOLATIONS
+    from tests.verdicts.test_tx import TX_GOOD, TX_VIOLATIONS
 
     good = {e.case for e in GOOD + TX_GOOD + AREAS_GOOD + LINK_GOOD + SPEC_GOOD + FAILOVER_GOOD}
     violations: dict[str, int] = {}
@@ -506,8 +506,8 @@ def test_every_case_has_a_good_example_and_violations() -> None:
         violations[e.case] = violations.get(e.case, 0) + 1
     missing_good = sorted(name for name in CASES if name not in good)
     few_violations = sorted(name for name in CASES if violations.get(name, 0) < 2)
-    assert not missing_good, f"cases without a compliant observation in tests/test_verdicts.py: {missing_good}"
-    assert not few_violations, f"cases with fewer than two violating observations in tests/test_verdicts.py: {few_violations}"
+    assert not missing_good, f"cases without a compliant observation in tests/verdicts/test_verdicts.py: {missing_good}"
+    assert not few_violations, f"cases with fewer than two violating observations in tests/verdicts/test_verdicts.py: {few_violations}"
     stale = sorted((good | set(violations)) - set(CASES))
     assert not stale, f"examples name cases the catalogue no longer has: {stale}"
 

@@ -21,7 +21,7 @@ from conformance.errors import UsageError
 from reports.gate import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_PASSED, RunCheck, check_runs, classify, judge
 from reports.manifest import Known, load_manifest
 from tests.conftest import conformance_cmd
-from tests.test_reports import rec, run_dir, spark  # noqa: F401 - spark: the module's shared session fixture
+from tests.reports.test_reports import rec, run_dir, spark  # noqa: F401 - spark: the module's shared session fixture
 
 CONFIG = "RabbitMQ amqp-0-9-1 classic"
 

@@ -1,6 +1,6 @@
 """Verdicts of the failover area on synthetic observations.
 
-Same contract as tests/test_verdicts.py (whose completeness test also counts the examples here): a
+Same contract as tests/verdicts/test_verdicts.py (whose completeness test also counts the examples here): a
 compliant observation passes, each distinct violation fails with expected and observed. The
 observations have the shape the cases record on a three-node cluster: which node was killed
 (``victim``/``home``) and through which node the outcome was seen (``observer``).
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.kit.verdicts import Outcome
-from tests.test_verdicts import BASELINE, Example, assert_fails, assert_passes, with_
+from tests.verdicts.test_verdicts import BASELINE, Example, assert_fails, assert_passes, with_
 
 N1, N2, N3 = "c-1@localhost", "c-2@localhost", "c-3@localhost"
 M = [f"m{i}" for i in range(1, 41)]

@@ -17,8 +17,8 @@ from conformance.catalogue.requirements import Reference, Requirement, check_ref
 from conformance.errors import UsageError
 from conformance.catalogue.profiles import load_profile_file, select_profile
 from conformance.kit.verdicts import Outcome
-from tests.test_verdicts import CASES, RABBIT, connection_closed
-from tests.test_verdicts_areas import SCOPE_SHARED, counted, looped, requeue_nack
+from tests.verdicts.test_verdicts import CASES, RABBIT, connection_closed
+from tests.verdicts.test_areas import SCOPE_SHARED, counted, looped, requeue_nack
 
 QQ = "quorum"
 

@@ -35,7 +35,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess
     if not Path("/usr/share/activemq/bin/activemq.jar").exists():
         pytest.skip("ActiveMQ is not installed (scripts/install.sh installs the Debian package)")
     # a broken pack is installed too; nobody selects it, so it must not stop either run
-    from tests.test_packs import install_pack
+    from tests.catalogue.test_packs import install_pack
 
     site = tmp_path_factory.mktemp("site")
     install_pack(site, "broken-pack", "broken", "no_such_pack_module", broken=True)

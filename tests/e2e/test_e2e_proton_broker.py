@@ -23,7 +23,7 @@ from adapters.proton_example.launcher import DEFAULT_SCRIPT, ProtonExampleBroker
 from conformance.catalogue.requirements import catalogue
 from conformance.cli import EXIT_FAIL
 from conformance.runner.results import read_results, read_run
-from tests.test_e2e_rabbitmq import run_cli
+from tests.e2e.test_e2e_rabbitmq import run_cli
 
 pytestmark = pytest.mark.skipif(not Path(DEFAULT_SCRIPT).is_file(), reason=f"{DEFAULT_SCRIPT} missing: apt-get install libqpid-proton11-dev-examples")
 

@@ -18,9 +18,9 @@ from conformance.runner.results import read_results, read_run
 from conformance.runner.supervisor import marked_pids
 from conformance.targets import available_launchers, make_target
 from tests.support.kill_loss import unexplained
-from tests.test_e2e_rabbitmq import run_cli
+from tests.e2e.test_e2e_rabbitmq import run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "adapters").glob("*/targets/*.yaml"))
 
 needs_entry_points = pytest.mark.skipif(

@@ -1,7 +1,7 @@
 """Verdicts of the nack, delivery-limit, dead-lettering, prefetch and persistence areas on synthetic
 observations (plus the nack variant of ACK-REQUEUE-POSITION written out across versions).
 
-Same contract as tests/test_verdicts.py (whose completeness test also counts the examples here): a
+Same contract as tests/verdicts/test_verdicts.py (whose completeness test also counts the examples here): a
 compliant observation passes, each distinct violation fails with expected and observed. Where a
 behaviour is version-dependent the examples are judged with the profile of the version that documents
 it, and the same behaviour under the other version's profile is a violation.
@@ -18,7 +18,7 @@ import pytest
 
 from conformance.catalogue.profiles import Profile, select_profile
 from conformance.kit.verdicts import Outcome, apply_profile
-from tests.test_verdicts import (
+from tests.verdicts.test_verdicts import (
     BASELINE,
     CASES,
     OPEN,
@@ -679,7 +679,7 @@ def test_example_names_are_unique() -> None:
 
 def test_area_examples_cover_every_case_of_the_areas() -> None:
     areas = ("nack", "limit", "dlx", "prefetch", "persist")
-    from tests.test_verdicts_spec_rules import SPEC_GOOD, SPEC_VIOLATIONS  # single-rule cases, some in these areas
+    from tests.verdicts.test_spec_rules import SPEC_GOOD, SPEC_VIOLATIONS  # single-rule cases, some in these areas
 
     in_areas = {name for name, cls in CASES.items() if cls.__module__.split(".")[2] in areas}
     good = {e.case for e in AREAS_GOOD + SPEC_GOOD}

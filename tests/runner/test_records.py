@@ -18,7 +18,7 @@ from conformance.kit.verdicts import Outcome, Verdict
 from conformance.runner import records
 from conformance.runner.shared_faults import XDIST_GROUP
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Every field of a decided case's record (results.jsonl; the writer adds ``schema``).
 DECIDED = {"adapter", "adapter_library", "area", "attempt", "case_id", "catalogue_digest", "citation", "duration_s", "expected",
