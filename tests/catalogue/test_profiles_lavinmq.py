@@ -14,7 +14,11 @@ from conformance.catalogue.requirements import catalogue
 from conformance.catalogue.profiles import bundled_profiles, select_profile
 from conformance.catalogue.profile_keys import profile_keys
 from conformance.kit.verdicts import Outcome
-from tests.verdicts.test_areas import CASES, LAST_ABSENT, SCOPE_OWN, SCOPE_SHARED, TRANSIENT_KEPT, TRANSIENT_LOST, counted, looped
+from tests.verdicts.examples import CASES
+from tests.verdicts.test_dlx import LAST_ABSENT
+from tests.verdicts.test_limit import counted, looped
+from tests.verdicts.test_persist import TRANSIENT_KEPT, TRANSIENT_LOST
+from tests.verdicts.test_prefetch import SCOPE_OWN, SCOPE_SHARED
 
 #: The newest release in cloudamqp/lavinmq CHANGELOG.md as read for these profiles (research 2026-11).
 NEWEST = Version("2.9.1")

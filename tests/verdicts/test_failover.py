@@ -1,6 +1,6 @@
 """Verdicts of the failover area on synthetic observations.
 
-Same contract as tests/verdicts/test_verdicts.py (whose completeness test also counts the examples here): a
+Same contract as tests/verdicts/examples.py states (tests/verdicts/test_coverage.py counts the examples here): a
 compliant observation passes, each distinct violation fails with expected and observed. The
 observations have the shape the cases record on a three-node cluster: which node was killed
 (``victim``/``home``) and through which node the outcome was seen (``observer``).
@@ -8,11 +8,8 @@ observations have the shape the cases record on a three-node cluster: which node
 
 from __future__ import annotations
 
-
-import pytest
-
 from conformance.kit.verdicts import Outcome
-from tests.verdicts.test_verdicts import BASELINE, Example, assert_fails, assert_passes, with_
+from tests.verdicts.examples import BASELINE, Example, verdict_tests, with_
 
 N1, N2, N3 = "c-1@localhost", "c-2@localhost", "c-3@localhost"
 M = [f"m{i}" for i in range(1, 41)]
@@ -75,14 +72,7 @@ FAILOVER_VIOLATIONS: list[Example] = [
 ]
 
 
-@pytest.mark.parametrize("ex", [e.param() for e in FAILOVER_GOOD])
-def test_compliant_observation_passes(ex: Example) -> None:
-    assert_passes(ex)
-
-
-@pytest.mark.parametrize("ex", [e.param() for e in FAILOVER_VIOLATIONS])
-def test_violation_fails(ex: Example) -> None:
-    assert_fails(ex)
+test_compliant_observation_passes, test_violation_fails = verdict_tests(FAILOVER_GOOD, FAILOVER_VIOLATIONS)
 
 
 def test_expected_names_the_killed_and_the_observing_node() -> None:

@@ -1,6 +1,6 @@
 """Verdicts of the unreliable-link area on synthetic observations: each compliant observation passes,
-each violation fails naming what it saw (same contract as tests/verdicts/test_verdicts.py, whose completeness
-test counts these examples too). AMQP 1.0 examples are judged with the spec-only amqp-1.0 profile
+each violation fails naming what it saw (same contract as tests/verdicts/examples.py states;
+tests/verdicts/test_coverage.py counts these examples too). AMQP 1.0 examples are judged with the spec-only amqp-1.0 profile
 unless they exercise a documented RabbitMQ 3.10 plugin behaviour."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from conformance.catalogue.profiles import select_profile
 from conformance.kit.verdicts import Outcome, Verdict, apply_profile
-from tests.verdicts.test_verdicts import CASES, RABBIT, Example, assert_fails, assert_passes, with_
+from tests.verdicts.examples import CASES, RABBIT, Example, assert_fails, assert_passes, with_
 
 SPEC10 = select_profile("Other", "1.0", "amqp-1.0")
 P10 = select_profile("RabbitMQ", "3.10.8", "amqp-1.0")

@@ -17,8 +17,10 @@ from conformance.catalogue.requirements import Reference, Requirement, check_ref
 from conformance.errors import UsageError
 from conformance.catalogue.profiles import load_profile_file, select_profile
 from conformance.kit.verdicts import Outcome
-from tests.verdicts.test_verdicts import CASES, RABBIT, connection_closed
-from tests.verdicts.test_areas import SCOPE_SHARED, counted, looped, requeue_nack
+from tests.verdicts.examples import CASES, RABBIT, connection_closed
+from tests.verdicts.test_ack import requeue_nack
+from tests.verdicts.test_limit import counted, looped
+from tests.verdicts.test_prefetch import SCOPE_SHARED
 
 QQ = "quorum"
 

@@ -1,13 +1,13 @@
 """Verdicts of the cases that check single spec rules (reply codes, delivery tags, basic.get-empty, ...)
 on synthetic observations: a compliant observation passes, each violation fails and says so.
 
-Same contract as tests/verdicts/test_verdicts.py, whose completeness test counts these examples too."""
+Same contract as tests/verdicts/examples.py states; tests/verdicts/test_coverage.py counts these examples too."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.verdicts.test_verdicts import BASELINE, OPEN, RABBIT, Example, assert_fails, assert_passes, channel_406, d, first, soft, with_
+from tests.verdicts.examples import BASELINE, OPEN, RABBIT, Example, assert_fails, assert_passes, channel_406, d, first, soft, with_
 
 PROFILES = (RABBIT, BASELINE)
 

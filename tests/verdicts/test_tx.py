@@ -1,6 +1,6 @@
-"""Verdicts of the transaction and in-flight publish areas on synthetic observations.
+"""Verdicts of the transaction area (conformance/cases/tx/) on synthetic observations.
 
-Same contract as tests/verdicts/test_verdicts.py (whose completeness test also counts the examples here):
+Same contract as tests/verdicts/examples.py states (tests/verdicts/test_coverage.py counts the examples here):
 a compliant observation passes, each distinct violation fails with expected and observed.
 """
 
@@ -8,16 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from conformance.kit.verdicts import Outcome, apply_profile
-from tests.verdicts.test_verdicts import BASELINE, CASES, OPEN, RABBIT, Example, again, assert_fails, assert_passes, channel_406, connection_closed, first, msgs, soft, with_
+from tests.verdicts.examples import BASELINE, CASES, OPEN, RABBIT, Example, again, channel_406, connection_closed, first, msgs, soft, under_rabbit_and_baseline, verdict_tests, with_
 
 T = ["t1", "t2", "t3"]
-
-
-def ids(*mids: str, intact: bool = True) -> list[dict[str, Any]]:
-    return [{"id": m, "intact": intact} for m in mids]
 
 
 def rnd(n: int, told: str, got: list[str], hit: str = "conn#1 client frame #17 tx.commit on channel 1") -> dict[str, Any]:
@@ -44,16 +38,6 @@ FAILOVER = {
     "faults": ["..."],
     "reconnects": {"producer": 2, "consumer": 2},
 }
-INFLIGHT = {
-    "variant": "confirm-withheld",
-    "ids": msgs(6),
-    "confirmed": ["m1", "m2", "m3"],
-    "unconfirmed": ["m4", "m5", "m6"],
-    "hit": "conn#1 server frame #12 basic.ack on channel 1",
-    "kept": ids("m1", "m2", "m3", "m4"),
-    "after_resend": ids("m4", "m5", "m6"),
-}
-TORN = {**INFLIGHT, "variant": "body-withheld", "kept": ids("m1", "m2", "m3"), "after_resend": ids("m4", "m5", "m6")}
 
 GOOD_OBS: dict[str, list[dict[str, Any]]] = {
     "TestUncommittedInvisible": [{"tx_ids": T, "before_commit": [], "after_commit": first(*T)}],
@@ -78,17 +62,9 @@ GOOD_OBS: dict[str, list[dict[str, Any]]] = {
     ],
     "TestCommittedSurvivesKill": [{"tx_ids": T, "drained": first(*T), "unavailable": None}],
     "TestFailoverNoLoss": [FAILOVER],
-    "TestInflightAtLeastOnce": [INFLIGHT, with_(INFLIGHT, variant="publish-withheld", kept=ids("m1", "m2", "m3"))],
-    "TestTornMessageDiscarded": [TORN],
 }
 
-TX_GOOD: list[Example] = [
-    Example(case, f"{profile.id}-{qt}-{i}", obs, queue_type=qt, profile=profile)
-    for case, observations in GOOD_OBS.items()
-    for i, obs in enumerate(observations)
-    for profile in (RABBIT, BASELINE)
-    for qt in profile.queue_types
-] + [
+TX_GOOD: list[Example] = under_rabbit_and_baseline(GOOD_OBS) + [
     # The profile documents tx/confirm exclusivity; the spec-only profile cannot judge it.
     Example("TestConfirmsExclusive", f"rabbitmq-{v}", {"variant": v, "answer": channel_406(f"PRECONDITION_FAILED - cannot switch from {v.split('-')[0]} to tx mode")}, queue_type=None)
     for v in ("confirm-then-tx", "tx-then-confirm")
@@ -136,24 +112,10 @@ TX_VIOLATIONS: list[Example] = [
     Example("TestFailoverNoLoss", "unexplained-duplicate", with_(FAILOVER, processed=[*FAILOVER["processed"], {"id": "b3-m1", "redelivered": True}])),
     Example("TestFailoverNoLoss", "never-finished", with_(FAILOVER, finished=False)),
     Example("TestFailoverNoLoss", "foreign-id", with_(FAILOVER, leftover=["x-1"])),
-    Example("TestInflightAtLeastOnce", "confirmed-m2-lost", with_(INFLIGHT, kept=ids("m1", "m3", "m4"), after_resend=ids("m4", "m5", "m6"))),
-    Example("TestInflightAtLeastOnce", "m5-missing-after-resend", with_(INFLIGHT, after_resend=ids("m4", "m6"))),
-    Example("TestInflightAtLeastOnce", "confirmed-m1-duplicated", with_(INFLIGHT, after_resend=ids("m1", "m4", "m5", "m6"))),
-    Example("TestInflightAtLeastOnce", "corrupt-body", with_(INFLIGHT, kept=[*ids("m1", "m2", "m3"), *ids("m4", intact=False)])),
-    Example("TestTornMessageDiscarded", "torn-m4-enqueued", with_(TORN, kept=ids("m1", "m2", "m3", "m4"))),
-    Example("TestTornMessageDiscarded", "torn-m4-enqueued-partial", with_(TORN, kept=[*ids("m1", "m2", "m3"), *ids("m4", intact=False)])),
-    Example("TestTornMessageDiscarded", "m2-corrupt", with_(TORN, kept=[*ids("m1"), *ids("m2", intact=False), *ids("m3")])),
 ]
 
 
-@pytest.mark.parametrize("ex", [e.param() for e in TX_GOOD])
-def test_compliant_observation_passes(ex: Example) -> None:
-    assert_passes(ex)
-
-
-@pytest.mark.parametrize("ex", [e.param() for e in TX_VIOLATIONS])
-def test_violation_fails(ex: Example) -> None:
-    assert_fails(ex)
+test_compliant_observation_passes, test_violation_fails = verdict_tests(TX_GOOD, TX_VIOLATIONS)
 
 
 def test_confirms_exclusivity_is_judged_by_the_reference_without_profile_entry() -> None:

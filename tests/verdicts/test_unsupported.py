@@ -17,7 +17,7 @@ from conformance.catalogue.profiles import Documented, bundled_profiles, parse_p
 from conformance.kit.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
 from conformance.unsupported import CANNOT_EXPRESS, KINDS, NO_FAULT, REFUSED, label, tally
 from conformance.kit.verdicts import Outcome
-from tests.verdicts.test_verdicts import CASES
+from tests.verdicts.examples import CASES
 
 RABBIT = select_profile("RabbitMQ", "3.10.8", "amqp-0-9-1")
 SPEC10 = select_profile("Other", "1.0", "amqp-1.0")

@@ -1,95 +1,40 @@
-"""Verdicts judged on synthetic observations: no broker, pure data.
+"""Verdicts of the ack area (conformance/cases/ack/) on synthetic observations: no broker, pure data.
 
-For every case of the catalogue this module keeps one observation as a compliant broker produces it
-(the verdict must pass) and several observations of distinct ways a broker could violate the case's
-requirement (the verdict must fail, saying what it expected and what it saw). A completeness test
-makes sure a new case cannot join the catalogue without such examples.
-
-Case classes are looked up by name from ``all_cases()`` and never bound to module-level names here:
-they are called ``Test*`` and pytest would try to collect them.
+For every case of the area one observation as a compliant broker produces it (the verdict must pass)
+and several observations of distinct ways a broker could violate the case's requirement (the verdict
+must fail, saying what it expected and what it saw); the contract is tests/verdicts/examples.py's. The
+orders of ACK-REQUEUE-POSITION come from the profile entries, its nack variant is also written out per
+version. Also here: how apply_profile turns a documented failure of an ack case into a deviation.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from conformance.cases import all_cases
-from conformance.catalogue.profiles import Profile, parse_profile, select_profile
+from conformance.catalogue.profiles import Profile, parse_profile
 from conformance.kit.verdicts import Outcome, Verdict, apply_profile, holds
-
-CASES: dict[str, type] = {cls.__name__: cls for cls in all_cases()}
-
-RABBIT = select_profile("RabbitMQ", "3.10.8", "amqp-0-9-1")
-BASELINE = select_profile("Other", "1.0", "amqp-0-9-1")
-
-
-# -- observation builders ----------------------------------------------------------------------
-
-
-def d(mid: str, tag: int, redelivered: bool = False, delivery_count: int | None = None) -> dict[str, Any]:
-    """One delivery, shaped like conformance.kit.case.delivery_obs."""
-    return {"id": mid, "tag": tag, "redelivered": redelivered, "delivery_count": delivery_count}
-
-
-def first(*mids: str, start: int = 1) -> list[dict[str, Any]]:
-    """First deliveries on one channel, tags counting from ``start``."""
-    return [d(m, start + i) for i, m in enumerate(mids)]
-
-
-def again(*mids: str, start: int = 1) -> list[dict[str, Any]]:
-    """Redeliveries (redelivered=true) on one channel, tags counting from ``start``."""
-    return [d(m, start + i, True) for i, m in enumerate(mids)]
-
-
-def msgs(n: int) -> list[str]:
-    return [f"m{i}" for i in range(1, n + 1)]
-
-
-OPEN = {"closed": False, "code": None, "text": "", "hard": False}
-
-
-def channel_406(text: str = "PRECONDITION_FAILED - unknown delivery tag 1") -> dict[str, Any]:
-    return {"closed": True, "code": 406, "text": text, "hard": False}
-
-
-def connection_closed(code: int, text: str) -> dict[str, Any]:
-    return {"closed": True, "code": code, "text": text, "hard": True}
-
-
-def soft(code: int, text: str) -> dict[str, Any]:
-    return {"closed": True, "code": code, "text": text, "hard": False}
-
-
-def with_(obs: dict[str, Any], **changes: Any) -> dict[str, Any]:
-    return {**obs, **changes}
-
-
-@dataclass(frozen=True)
-class Example:
-    case: str
-    name: str
-    obs: dict[str, Any]
-    queue_type: str | None = "classic"
-    profile: Profile = field(default_factory=lambda: RABBIT)
-    marks: tuple[Any, ...] = field(default=())
-    #: What a behaviour the requirement allows is judged: "pass" when it equals the reference,
-    #: "deviation" when it differs as the profile documents (conformance.kit.reference), "unsupported"
-    #: for a clean refusal of an optional feature.
-    outcome: str = "pass"
-
-    @property
-    def id(self) -> str:
-        return f"{self.case}:{self.name}"
-
-    def param(self) -> Any:
-        return pytest.param(self, id=self.id, marks=self.marks)
-
-    def judge(self) -> Verdict:
-        return CASES[self.case]().verdict(self.obs, self.profile, self.queue_type)
-
+from tests.verdicts.examples import (
+    BASELINE,
+    CASES,
+    OPEN,
+    P43,
+    RABBIT,
+    Example,
+    again,
+    bad,
+    channel_406,
+    connection_closed,
+    d,
+    dev,
+    first,
+    msgs,
+    ok,
+    soft,
+    verdict_tests,
+    with_,
+)
 
 # -- compliant observations --------------------------------------------------------------------
 
@@ -452,70 +397,41 @@ VIOLATIONS: list[Example] = [
     *requeue_violations(),
 ]
 
-GOOD: list[Example] = good_examples()
+
+# -- ACK-REQUEUE-POSITION, nack variant: the orders written out per version -------------------------
+# A holds m1, B holds m2, m3 and m4 wait; B nacks first, then A.
+
+def requeue_nack(order: list[str]) -> dict[str, Any]:
+    return {"variant": "nack", "published": msgs(4), "returned": ["m2", "m1"], "order": order}
+
+
+PUBLICATION, HEAD, TAIL = ["m1", "m2", "m3", "m4"], ["m2", "m1", "m3", "m4"], ["m3", "m4", "m2", "m1"]
+
+REQUEUE_NACK_GOOD: list[Example] = [
+    ok("TestRequeuePosition", "nack-publication-order", requeue_nack(PUBLICATION), "classic", RABBIT),
+    dev("TestRequeuePosition", "nack-tail-in-return-order", requeue_nack(TAIL), "quorum", RABBIT),
+    # the reference passes whatever the profile documents for the queue type
+    ok("TestRequeuePosition", "nack-publication-order", requeue_nack(PUBLICATION), "quorum", RABBIT),
+    ok("TestRequeuePosition", "nack-publication-order", requeue_nack(PUBLICATION), "classic", P43),
+    # 4.x: the default delivery limit of 20 puts a nacked message near the head.
+    dev("TestRequeuePosition", "nack-head-in-return-order", requeue_nack(HEAD), "quorum", P43),
+]
+
+REQUEUE_NACK_VIOLATIONS: list[Example] = [
+    bad("TestRequeuePosition", "nack-tail-instead-of-publication-order", requeue_nack(TAIL), "classic", RABBIT, shows="[m3, m4, m2, m1]"),
+    bad("TestRequeuePosition", "nack-4x-head-on-3.10-quorum", requeue_nack(HEAD), "quorum", RABBIT, shows="[m2, m1, m3, m4]"),
+    bad("TestRequeuePosition", "nack-3.10-tail-on-4.3-quorum", requeue_nack(TAIL), "quorum", P43, shows="[m3, m4, m2, m1]"),
+    bad("TestRequeuePosition", "nack-m1-lost", requeue_nack(["m2", "m3", "m4"]), "classic", RABBIT, shows="[m2, m3, m4]"),
+]
+
+
+ACK_GOOD: list[Example] = [*good_examples(), *REQUEUE_NACK_GOOD]
+ACK_VIOLATIONS: list[Example] = [*VIOLATIONS, *REQUEUE_NACK_VIOLATIONS]
 
 
 # -- the tests -----------------------------------------------------------------------------------
 
-
-def assert_passes(ex: Example) -> None:
-    """The contract for a compliant observation, shared by every verdict-test module."""
-    v = ex.judge()
-    assert v.outcome.value == ex.outcome, v.render(CASES[ex.case].requirement, "?")
-    assert v.expected and v.observed
-    if v.outcome is Outcome.DEVIATION:
-        assert v.reason and v.citation, "a deviation says why the broker differs and cites where it is documented"
-    if v.outcome is Outcome.UNSUPPORTED:
-        assert v.unsupported_kind, "an unsupported verdict names its kind"
-
-
-def assert_fails(ex: Example, shows: str | None = None) -> None:
-    """The contract for a violation: FAIL, saying what was expected and what was seen (``shows``:
-    a fragment the observed text must contain, so it failed for this violation and no other)."""
-    v = ex.judge()
-    assert v.outcome is Outcome.FAIL, v.render(CASES[ex.case].requirement, "?")
-    assert v.expected.strip(), "a failing verdict must say what it expected"
-    assert v.observed.strip(), "a failing verdict must say what it observed"
-    assert v.expected != v.observed, "a failing verdict must tell expected and observed apart"
-    assert v.vendor == "fail"
-    if shows is not None:
-        assert shows in v.observed, f"failed for another reason than the violation:\n{v.render(CASES[ex.case].requirement, '?')}"
-
-
-@pytest.mark.parametrize("ex", [e.param() for e in GOOD])
-def test_compliant_observation_passes(ex: Example) -> None:
-    assert_passes(ex)
-
-
-@pytest.mark.parametrize("ex", [e.param() for e in VIOLATIONS])
-def test_violation_fails(ex: Example) -> None:
-    assert_fails(ex)
-
-
-def test_every_case_has_a_good_example_and_violations() -> None:
-    from tests.verdicts.test_areas import AREAS_GOOD, AREAS_VIOLATIONS
-    from tests.verdicts.test_link import LINK_GOOD, LINK_VIOLATIONS
-    from tests.verdicts.test_failover import FAILOVER_GOOD, FAILOVER_VIOLATIONS
-    from tests.verdicts.test_spec_rules import SPEC_GOOD, SPEC_VIOLATIONS
-    from tests.verdicts.test_tx import TX_GOOD, TX_VIOLATIONS
-
-    good = {e.case for e in GOOD + TX_GOOD + AREAS_GOOD + LINK_GOOD + SPEC_GOOD + FAILOVER_GOOD}
-    violations: dict[str, int] = {}
-    for e in (VIOLATIONS + TX_VIOLATIONS + AREAS_VIOLATIONS + SPEC_VIOLATIONS + [e for e, _ in LINK_VIOLATIONS]
-              + FAILOVER_VIOLATIONS):
-        violations[e.case] = violations.get(e.case, 0) + 1
-    missing_good = sorted(name for name in CASES if name not in good)
-    few_violations = sorted(name for name in CASES if violations.get(name, 0) < 2)
-    assert not missing_good, f"cases without a compliant observation in tests/verdicts/test_verdicts.py: {missing_good}"
-    assert not few_violations, f"cases with fewer than two violating observations in tests/verdicts/test_verdicts.py: {few_violations}"
-    stale = sorted((good | set(violations)) - set(CASES))
-    assert not stale, f"examples name cases the catalogue no longer has: {stale}"
-
-
-def test_example_names_are_unique() -> None:
-    for table in (GOOD, VIOLATIONS):
-        ids = [e.id for e in table]
-        assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+test_compliant_observation_passes, test_violation_fails = verdict_tests(ACK_GOOD, ACK_VIOLATIONS)
 
 
 def test_requeue_position_cites_the_reference_or_the_profile_entry() -> None:

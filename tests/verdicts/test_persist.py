@@ -1,0 +1,112 @@
+"""Verdicts of the persistence area (conformance/cases/persist/: node restart and kill -9) on synthetic
+observations, held to the contract of tests/verdicts/examples.py. A quorum queue unavailable after kill -9
+is the documented deviation; messages lost outright never are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.kit.verdicts import Outcome, apply_profile
+from tests.verdicts.examples import (
+    CASES,
+    OPEN,
+    P43,
+    P312,
+    P313,
+    QQ,
+    RABBIT,
+    Example,
+    bad,
+    connection_closed,
+    dev,
+    everywhere,
+    judged,
+    ok,
+    soft,
+    verdict_tests,
+    with_,
+)
+
+
+PIDS = ["persistent-1", "persistent-2", "persistent-3"]
+TRANSIENT, CONTROL = ["transient-1", "transient-2"], ["persistent-1"]
+
+
+def kept(*mids: str, persistent: bool = True) -> list[dict[str, Any]]:
+    return [{"id": m, "persistent": persistent} for m in mids]
+
+
+def survived(variant: str, drained: list[dict[str, Any]], unavailable: str | None = None) -> dict[str, Any]:
+    return {"variant": variant, "ids": PIDS, "drained": drained, "unavailable": unavailable}
+
+
+def transient_fate(drained: list[dict[str, Any]], unavailable: str | None = None) -> dict[str, Any]:
+    return {"transient": TRANSIENT, "control": CONTROL, "drained": drained, "unavailable": unavailable}
+
+
+TRANSIENT_LOST = transient_fate(kept(*CONTROL))
+TRANSIENT_KEPT = transient_fate([*kept(*TRANSIENT, persistent=False), *kept(*CONTROL)])
+UNAVAILABLE = "OperationTimeout: basic.get on 'q' not answered in 15.0s"
+NON_DURABLE_GONE = {"declare": OPEN, "after": soft(404, "NOT_FOUND - no queue 'nd' in vhost '/'")}
+NON_DURABLE_REFUSED = {"declare": connection_closed(541, "INTERNAL_ERROR - Feature `transient_nonexcl_queues` is deprecated")}
+
+PERSIST_GOOD: list[Example] = [
+    *everywhere("TestConfirmedSurvives", "restart", survived("restart", kept(*PIDS))),
+    *everywhere("TestConfirmedSurvives", "kill", survived("kill", kept(*PIDS))),
+    *(ok("TestTransientFate", "transient-lost", TRANSIENT_LOST, "classic", p) for p in (RABBIT, P43)),
+    *(ok("TestTransientFate", "transient-kept", TRANSIENT_KEPT, QQ, p) for p in (RABBIT, P43)),
+    *(ok("TestNonDurableQueueGone", "deleted", NON_DURABLE_GONE, "classic", p) for p in (RABBIT, P312, P313, P43)),
+    # 4.3 refuses the declare (deprecated transient non-exclusive queues): documented, a deviation
+    dev("TestNonDurableQueueGone", "declare-refused", NON_DURABLE_REFUSED, "classic", P43),
+]
+
+PERSIST_VIOLATIONS: list[Example] = [
+    # PERSIST-CONFIRMED-SURVIVES
+    bad("TestConfirmedSurvives", "restart-loses-one", survived("restart", kept("persistent-1", "persistent-3")), shows="[persistent-1, persistent-3]"),
+    bad("TestConfirmedSurvives", "kill-loses-all", survived("kill", []), QQ, shows="after kill -9 and start = []"),
+    bad("TestConfirmedSurvives", "restart-flag-lost", survived("restart", [*kept("persistent-1", persistent=False), *kept(*PIDS[1:])]),
+        shows="not persistent: [persistent-1]"),
+    bad("TestConfirmedSurvives", "kill-duplicates", survived("kill", kept(*PIDS, "persistent-3")), shows="persistent-3, persistent-3"),
+    bad("TestConfirmedSurvives", "kill-classic-unavailable", survived("kill", [], UNAVAILABLE), "classic", RABBIT, shows="could not be consumed"),
+    # PERSIST-TRANSIENT-FATE
+    bad("TestTransientFate", "classic-keeps-transient", TRANSIENT_KEPT, "classic", RABBIT, shows="transient-1"),
+    bad("TestTransientFate", "quorum-loses-transient", TRANSIENT_LOST, QQ, RABBIT, shows="= [persistent-1]"),
+    bad("TestTransientFate", "classic-keeps-transient", TRANSIENT_KEPT, "classic", P43, shows="transient-1"),
+    bad("TestTransientFate", "quorum-loses-one-transient", transient_fate([*kept("transient-2", persistent=False), *kept(*CONTROL)]), QQ, P43,
+        shows="= [persistent-1, transient-2]"),
+    bad("TestTransientFate", "classic-control-lost", transient_fate([]), "classic", RABBIT, shows="= []"),
+    bad("TestTransientFate", "unavailable", transient_fate([], UNAVAILABLE), QQ, RABBIT, shows="could not be consumed"),
+    # PERSIST-NON-DURABLE-QUEUE-GONE
+    bad("TestNonDurableQueueGone", "survives-restart", with_(NON_DURABLE_GONE, after=OPEN), "classic", RABBIT, shows="the queue still exists"),
+    bad("TestNonDurableQueueGone", "declare-refused-on-3.10", NON_DURABLE_REFUSED, "classic", RABBIT, shows="refused with 541"),
+    bad("TestNonDurableQueueGone", "declare-accepted-and-survives-on-4.3", with_(NON_DURABLE_GONE, after=OPEN), "classic", P43, shows="still exists"),
+    bad("TestNonDurableQueueGone", "passive-declare-closes-connection", with_(NON_DURABLE_GONE, after=connection_closed(541, "INTERNAL_ERROR")),
+        "classic", RABBIT, shows="closed with 541"),
+]
+
+
+test_compliant_observation_passes, test_violation_fails = verdict_tests(PERSIST_GOOD, PERSIST_VIOLATIONS)
+
+
+def test_quorum_unavailable_after_kill_is_the_documented_deviation_only_on_quorum() -> None:
+    case = CASES["TestConfirmedSurvives"]()
+    obs = survived("kill", [], UNAVAILABLE)
+    quorum = apply_profile(case.verdict(obs, RABBIT, "quorum"), case.requirement, "quorum", RABBIT)
+    assert quorum.outcome is Outcome.DEVIATION and "10070" in quorum.citation
+    classic = apply_profile(case.verdict(obs, RABBIT, "classic"), case.requirement, "classic", RABBIT)
+    assert classic.outcome is Outcome.FAIL
+    lost = apply_profile(case.verdict(with_(obs, unavailable=None), RABBIT, "quorum"), case.requirement, "quorum", RABBIT)
+    assert lost.outcome is Outcome.FAIL, "messages lost outright are not the documented unavailability"
+
+
+def test_quorum_unavailable_after_graceful_restart_is_not_the_kill_deviation() -> None:
+    case = CASES["TestConfirmedSurvives"]()
+    v = apply_profile(case.verdict(survived("restart", [], UNAVAILABLE), RABBIT, "quorum"), case.requirement, "quorum", RABBIT)
+    assert v.outcome is Outcome.FAIL
+
+
+def test_non_durable_declare_refused_is_spec_fail_never_pass() -> None:
+    v = judged("TestNonDurableQueueGone", NON_DURABLE_REFUSED, P43)
+    assert v.outcome is Outcome.DEVIATION and v.spec == "fail" and "transient_nonexcl_queues" in v.citation + v.reason
+    assert judged("TestNonDurableQueueGone", NON_DURABLE_REFUSED, RABBIT).outcome is Outcome.FAIL

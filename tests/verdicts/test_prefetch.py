@@ -1,0 +1,146 @@
+"""Verdicts of the prefetch area (conformance/cases/prefetch/: basic.qos) on synthetic observations, held to
+the contract of tests/verdicts/examples.py. The prefetch history is built by a model of the scenario's loop
+(``workload``); RabbitMQ's reading of the global flag is a documented deviation from the 0-9-1 text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.verdicts.examples import (
+    OPEN,
+    P43,
+    QQ,
+    RABBIT,
+    Example,
+    bad,
+    connection_closed,
+    dev,
+    everywhere,
+    msgs,
+    ok,
+    soft,
+    verdict_tests,
+    with_,
+)
+
+
+PREFETCH_N, PREFETCH_M = 3, 12
+ACK_PATTERN = ((1, False), (2, True), (3, True), (1, False))
+
+
+def workload(window: int = PREFETCH_N) -> dict[str, Any]:
+    """The prefetch scenario's history against a broker that keeps ``window`` deliveries outstanding
+    (the scenario's loop: catch up, ack by the pattern, record what the ack released)."""
+    ids = msgs(PREFETCH_M)
+    seen: list[str] = []
+    events: list[Any] = []
+    refills: list[dict[str, int]] = []
+    acked = step = 0
+
+    def dispatch() -> None:
+        while len(seen) < PREFETCH_M and len(seen) - acked < window:
+            seen.append(ids[len(seen)])
+            events.append(["deliver", seen[-1]])
+
+    dispatch()
+    while acked < PREFETCH_M:
+        k, _ = ACK_PATTERN[step % len(ACK_PATTERN)]
+        step += 1
+        k = min(k, len(seen) - acked)
+        events.append(["ack", seen[acked:acked + k]])
+        acked += k
+        before = len(seen)
+        if len(seen) < PREFETCH_M:
+            dispatch()
+            refills.append({"acked": k, "received": len(seen) - before, "ready_left": PREFETCH_M - before})
+    return {"prefetch": PREFETCH_N, "published": PREFETCH_M, "events": events, "refills": refills}
+
+
+PREFETCH = workload()
+assert PREFETCH["refills"] == [
+    {"acked": 1, "received": 1, "ready_left": 9}, {"acked": 2, "received": 2, "ready_left": 8}, {"acked": 3, "received": 3, "ready_left": 6},
+    {"acked": 1, "received": 1, "ready_left": 3}, {"acked": 1, "received": 1, "ready_left": 2}, {"acked": 2, "received": 1, "ready_left": 1},
+], PREFETCH["refills"]
+
+
+def events_where(transform: Any) -> dict[str, Any]:
+    return with_(PREFETCH, events=transform([list(e) for e in PREFETCH["events"]]))
+
+
+def moved_before(events: list[Any], moved: list[Any], anchor: list[Any]) -> list[Any]:
+    """``moved`` taken out of the history and put back right before ``anchor``."""
+    rest = [e for e in events if e != moved]
+    i = rest.index(anchor)
+    return [*rest[:i], moved, *rest[i:]]
+
+
+def refill(i: int, received: int) -> dict[str, Any]:
+    refills = [dict(r) for r in PREFETCH["refills"]]
+    refills[i]["received"] = received
+    return with_(PREFETCH, refills=refills)
+
+
+ZERO = {"published": msgs(40), "received_without_ack": msgs(40), "ready_after": 0}
+# C: a second consumer on A's channel; B: a consumer on a second channel of the same connection.
+SCOPE_OWN = {"variant": "global-false", "consume": OPEN, "c_held_back": False, "b_held_back": False, "c_got": "c1", "b_got": "b1"}
+SCOPE_CHANNEL = with_(SCOPE_OWN, c_held_back=True)
+SCOPE_SHARED = {**SCOPE_CHANNEL, "variant": "global-true", "b_held_back": True}  # the whole connection: the 0-9-1 text
+SCOPE_GLOBAL_CHANNEL = with_(SCOPE_SHARED, b_held_back=False)
+SCOPE_GLOBAL_OWN = with_(SCOPE_SHARED, c_held_back=False, b_held_back=False)
+SCOPE_540 = {"variant": "global-true", "consume": connection_closed(540, "NOT_IMPLEMENTED - queue 'q' in vhost '/' does not support global qos")}
+
+PREFETCH_GOOD: list[Example] = [
+    *everywhere("TestPrefetchLimit", "3-of-12", PREFETCH),
+    *everywhere("TestAckReleases", "3-of-12", PREFETCH),
+    *everywhere("TestPrefetchZero", "all-40", ZERO),
+    # RabbitMQ's reinterpretation of the flag is a documented deviation from the 0-9-1 text
+    *(dev("TestPrefetchScope", "global-false-own-limit", SCOPE_OWN, qt, p) for p in (RABBIT, P43) for qt in p.queue_types),
+    dev("TestPrefetchScope", "global-true-per-channel", SCOPE_GLOBAL_CHANNEL, "classic", RABBIT),
+    dev("TestPrefetchScope", "global-true-refused-540", SCOPE_540, QQ, RABBIT),
+    *(dev("TestPrefetchScope", "global-true-per-consumer", SCOPE_GLOBAL_OWN, qt, P43) for qt in P43.queue_types),
+    # the 0-9-1 text's scopes pass whatever a profile documents
+    ok("TestPrefetchScope", "global-false-per-channel", SCOPE_CHANNEL, "classic", RABBIT),
+    ok("TestPrefetchScope", "global-true-shared-on-quorum", SCOPE_SHARED, QQ, RABBIT),
+    ok("TestPrefetchScope", "global-true-shared", SCOPE_SHARED, "classic", P43),
+]
+
+PREFETCH_VIOLATIONS: list[Example] = [
+    # PREFETCH-LIMIT
+    bad("TestPrefetchLimit", "4-held-with-prefetch-3", workload(window=4), shows="at most 4 held at once"),
+    bad("TestPrefetchLimit", "4-held-late-in-history", events_where(lambda es: moved_before(es, ["deliver", "m10"], ["ack", ["m7"]])), QQ,
+        shows="at most 4 held at once"),
+    bad("TestPrefetchLimit", "unlimited", workload(window=PREFETCH_M), shows="at most 12 held at once"),
+    bad("TestPrefetchLimit", "m12-never-delivered", events_where(lambda es: [e for e in es if e != ["deliver", "m12"]]),
+        shows="11 deliveries of 11 messages"),
+    bad("TestPrefetchLimit", "m5-delivered-twice-m12-never",
+        events_where(lambda es: [e for e in es if e != ["deliver", "m12"]] + [["deliver", "m5"], ["ack", ["m5"]]]),
+        shows="12 deliveries of 11 messages"),
+    # PREFETCH-ACK-RELEASES
+    bad("TestAckReleases", "ack-of-2-releases-3", refill(1, 3), shows="[1, 3, 3, 1, 1, 1]"),
+    bad("TestAckReleases", "ack-of-3-releases-1", refill(2, 1), QQ, shows="[1, 2, 1, 1, 1, 1]"),
+    bad("TestAckReleases", "ack-of-1-releases-nothing", refill(0, 0), shows="[0, 2, 3, 1, 1, 1]"),
+    bad("TestAckReleases", "last-ready-withheld", refill(5, 0), shows="[1, 2, 3, 1, 1, 0]"),
+    bad("TestAckReleases", "everything-up-front-no-refill", with_(PREFETCH, refills=[]), shows="no acknowledgement ever freed a slot"),
+    # PREFETCH-ZERO-UNLIMITED
+    bad("TestPrefetchZero", "m17-held-back", with_(ZERO, received_without_ack=[m for m in msgs(40) if m != "m17"], ready_after=1),
+        shows="m15, m16, m18, m19"),
+    bad("TestPrefetchZero", "m40-lost", with_(ZERO, received_without_ack=msgs(39)), QQ, shows="m39, m4, m5"),
+    bad("TestPrefetchZero", "m3-twice-m4-missing", with_(ZERO, received_without_ack=[*msgs(3), "m3", *msgs(40)[4:]]), shows="m3, m3"),
+    bad("TestPrefetchZero", "ready-left", with_(ZERO, ready_after=2), shows="messages still ready in the queue = 2"),
+    # PREFETCH-SCOPE
+    bad("TestPrefetchScope", "global-false-refused", {"variant": "global-false", "consume": connection_closed(540, "NOT_IMPLEMENTED - global qos")},
+        QQ, shows="connection closed with 540"),
+    bad("TestPrefetchScope", "global-true-per-consumer-on-3.10-classic", SCOPE_GLOBAL_OWN, "classic", RABBIT, shows="C (same channel): false"),
+    bad("TestPrefetchScope", "global-false-across-the-connection", with_(SCOPE_CHANNEL, b_held_back=True), "classic", RABBIT,
+        shows="B (second channel): true"),
+    bad("TestPrefetchScope", "global-false-second-channel-only", with_(SCOPE_OWN, b_held_back=True), "classic", RABBIT,
+        shows="C (same channel): false, B (second channel): true"),
+    bad("TestPrefetchScope", "c-never-delivered", with_(SCOPE_CHANNEL, c_got=None), "classic", RABBIT, shows="[none, b1]"),
+    bad("TestPrefetchScope", "global-true-channel-540-on-3.10-quorum", {"variant": "global-true", "consume": soft(540, "NOT_IMPLEMENTED - global qos")},
+        QQ, RABBIT, shows="channel closed with 540"),
+    bad("TestPrefetchScope", "global-true-refused-on-4.3-quorum", SCOPE_540, QQ, P43, shows="connection closed with 540"),
+]
+
+
+test_compliant_observation_passes, test_violation_fails = verdict_tests(PREFETCH_GOOD, PREFETCH_VIOLATIONS)
