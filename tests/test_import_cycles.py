@@ -215,6 +215,29 @@ def test_the_core_imports_no_adapter_client_library_or_codec(part: str) -> None:
     assert not bad, "\n".join(bad)
 
 
+# --- the runner runs without pytest ---------------------------------------------------------------
+
+#: What only the pytest plugin may import: pytest and its machinery (a runner module takes plain values).
+PYTEST_ONLY = ("pytest", "_pytest", "xdist", "pluggy", "pytest_timeout")
+
+
+def test_no_runner_module_imports_pytest() -> None:
+    """conformance/runner/ is a run without pytest in it: pytest's objects (config, items, reports,
+    stash, marks, outcomes) stay in conformance/pytest_plugin/, which hands the runner plain values.
+    Every import counts, a lazy one inside a function included."""
+    base = TREES["conformance"]
+    named = {name: path for name, path in modules({"conformance": base}).items() if path.is_relative_to(base / "runner")}
+    assert "conformance.runner.case_runner" in named and "conformance.runner.lifecycle" in named
+    bad = [f"{name} imports {module}" for name, path in named.items() for module, _ in imported_names(path, name)
+           if module.split(".")[0] in PYTEST_ONLY]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_pytest_check_sees_a_lazy_import(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("def f():\n    from _pytest.config import create_terminal_writer\n")
+    assert [m for m, _ in imported_names(tmp_path / "m.py", "m")] == ["_pytest.config"]
+
+
 # --- the CLI sits on top --------------------------------------------------------------------------
 
 CLI_COMMANDS = sorted(p.stem for p in (TREES["conformance"] / "cli").glob("*.py") if p.stem not in ("__init__", "__main__"))

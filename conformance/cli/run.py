@@ -42,7 +42,8 @@ def command(args: argparse.Namespace) -> int:
     import pytest
 
     from conformance.runner import run_folder
-    from conformance.runner.progress import Console, RunProgress
+    from conformance.pytest_plugin.progress import ProgressPlugin
+    from conformance.runner.progress import Console
     from conformance.runner.results import read_results, read_run
 
     out = args.out or Path("runs") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -52,7 +53,7 @@ def command(args: argparse.Namespace) -> int:
     if moved:
         print(moved)
     console = Console.for_stdout(verbose=bool(args.verbose) or debug)  # --debug: pytest prints too; a bar would be torn
-    code = pytest.main(argv, plugins=[RunProgress(console, out, debug=debug, log=None if debug else out / PYTEST_LOG)])
+    code = pytest.main(argv, plugins=[ProgressPlugin(console, out, debug=debug, log=None if debug else out / PYTEST_LOG)])
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED):
         return EXIT_USAGE
     run = read_run(out)

@@ -1,16 +1,18 @@
 """The parameters of a case (queue type, variant, repetition) and the ``conformance_case`` fixture
-that hands the case to the runner."""
+that hands the case to the runner (conformance.runner.case_runner) and reports how it ended."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NoReturn
 
 import pytest
 
 from conformance.kit.case import Case
-from conformance.runner.case_runner import run_case
+from conformance.pytest_plugin.stash import DEADLINE, STASH_RESULT, planned, state_of
+from conformance.runner.case_runner import CaseCall, Ended, run_case
+from conformance.runner.deadline import Deadline
 from conformance.runner.records import ATTEMPT_ID
-from conformance.runner.state import state_of
+from conformance.runner.shared_faults import PlannedCase
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -57,7 +59,51 @@ def conformance_case(request: pytest.FixtureRequest, queue_type: str | None, var
 
     def run(case: Case) -> None:
         __tracebackhide__ = True
-        run_case(request.node, state, case, queue_type, variant)
+        item = request.node
+        call = CaseCall(planned(item), deadline_of(item), item.config.getoption("--case-timeout"), lambda: following(item))
+        ended = None
+        try:
+            run_case(call, state, case)
+        except Ended as end:
+            ended = end
+        finally:
+            if call.result is not None:
+                item.stash[STASH_RESULT] = call.result
+        if ended is not None:
+            report_end(ended)
 
     yield run
+
+
+def deadline_of(item: pytest.Item) -> Deadline:
+    """The case's deadline: the one pytest_timeout_set_timer armed, else its ``timeout`` mark's,
+    which the runner still checks after the scenario (pytest-timeout's thread method times it)."""
+    armed = item.stash.get(DEADLINE, None)
+    if armed is not None:
+        return armed
+    mark = item.get_closest_marker("timeout")
+    value = None if mark is None else (mark.args[0] if mark.args else mark.kwargs.get("timeout"))
+    return Deadline(float(value) if value is not None else None, pytest.fail)
+
+
+def following(item: pytest.Item) -> list[PlannedCase]:
+    """This case and the cases after it, in the session's order."""
+    items = item.session.items
+    return [planned(other) for other in items[items.index(item):]]
+
+
+def report_end(end: Ended) -> NoReturn:
+    """The runner's end of a case as pytest's outcome. It keeps what the runner was handling when
+    it ended the case (pytest shows that chain in the report, as it did when the runner raised
+    pytest's outcome itself)."""
+    __tracebackhide__ = True
+    try:
+        if end.kind == "skip":
+            pytest.skip(end.message)
+        if end.kind == "xfail":
+            pytest.xfail(end.message)
+        pytest.fail(end.message, pytrace=False)
+    except BaseException as exc:
+        exc.__context__, exc.__suppress_context__ = end.__context__, end.__suppress_context__
+        raise
 

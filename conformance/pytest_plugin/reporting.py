@@ -3,14 +3,15 @@ and its text through the redaction point before anything prints or writes it."""
 
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
 import pytest
 
 from conformance.kit.case import Case
+from conformance.pytest_plugin.stash import STASH_RESULT, planned, state_of
 from conformance.runner import inflight
 from conformance.runner import records
-from conformance.runner.state import state_of
 from conformance.secrets import scrub, scrub_in_place
 
 
@@ -34,14 +35,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if state is None:
         return
     if isinstance(getattr(item, "instance", None), Case) and (report.when == "call" or (report.when == "setup" and not report.passed)):
-        result = item.stash.get(records.STASH_RESULT, None)
+        result = item.stash.get(STASH_RESULT, None)
+        case = planned(item)
         if result is None:  # interrupted before a verdict: deadline, or a crash outside the scenario
             text = report.longreprtext.strip().splitlines()[-1] if report.longreprtext else report.outcome
             text = inflight.deadline_text(item.config.getoption("--case-timeout")) or text
-            result = records.undecided(item, state.adapter.protocol, text)
+            result = records.undecided(case, state.adapter.protocol, text)
         report.sections.extend(records.sections(result))
         if state.writer is not None:
-            state.writer.append(records.record(item, state, result, outcome=report.outcome, longrepr=report.longreprtext))  # the writer scrubs
+            state.writer.append(records.record(case, state, result, outcome=report.outcome, longrepr=report.longreprtext,
+                                               worker=os.environ.get("PYTEST_XDIST_WORKER", "main")))  # the writer scrubs
     _scrub_report(report)
 
 

@@ -8,16 +8,38 @@ import pytest
 
 from conformance.kit.case import Case
 from conformance.catalogue.requirements import requirement
-from conformance.runner import deadline
+from conformance.pytest_plugin.stash import DEADLINE, planned
 from conformance.runner import shared_faults
+from conformance.runner.deadline import Deadline
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
     """A case's deadline re-fires until caught (conformance.runner.deadline); other items keep pytest-timeout's."""
     if settings.method == "signal" and isinstance(getattr(item, "instance", None), Case):
-        return deadline.set_timer(item, settings.timeout) or None
+        return set_timer(item, settings.timeout) or None
     return None
+
+
+def set_timer(item: pytest.Item, timeout: float) -> bool:
+    """Arm the case's repeating deadline, ending it with pytest-timeout's ``Failed`` (main thread
+    only); False leaves it to pytest-timeout. pytest-timeout's cancel hook (``cancel_timeout``) ends it."""
+    deadline = Deadline(timeout, pytest.fail)
+    if not deadline.can_arm:
+        return False
+    item.cancel_timeout = deadline.cancel  # type: ignore[attr-defined]
+    item.stash[DEADLINE] = deadline
+    return deadline.arm()
+
+
+def order(items: list[pytest.Item]) -> None:
+    """The runner's order of the cases (conformance.runner.shared_faults.order), and every disruptive
+    case in one xdist group, so one worker runs them (``--dist loadgroup``)."""
+    cases = {id(planned(it)): it for it in items}
+    for it in items:
+        if planned(it).disrupts:
+            it.add_marker(pytest.mark.xdist_group(shared_faults.GROUP))
+    items[:] = [cases[id(c)] for c in shared_faults.order([planned(it) for it in items])]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks it sets (loadgroup)
@@ -55,4 +77,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
-    shared_faults.order(items)  # the cases of one broker fault together, last
+    order(items)  # the cases of one broker fault together, last

@@ -1,13 +1,16 @@
-"""The case runner: scenario, verdict and profile, the broker lock; what it decided goes to conformance.runner.records."""
+"""The case runner: scenario, verdict and profile, the broker lock; what it decided goes to conformance.runner.records.
+
+It runs one case without pytest: the pytest plugin hands it a :class:`CaseCall` of plain values and
+turns the :class:`Ended` it raises into pytest's outcome of the same name (fail, skip, xfail).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import time
-from typing import Any, Iterator, NoReturn
-
-import pytest
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Literal, NoReturn, Sequence
 
 from conformance.runner import allure
 from conformance.kit.case import Case, CaseContext
@@ -29,28 +32,63 @@ from conformance.targets import probe_tcp, redact
 from conformance.unsupported import CANNOT_EXPRESS, NO_FAULT
 from conformance.nemesis.kinds import FaultKind
 from conformance.kit.verdicts import Outcome, Verdict, apply_profile
+from conformance.runner.records import Result
+from conformance.runner.shared_faults import PlannedCase
 from conformance.runner.state import RunState
 
-def run_case(item: pytest.Item, state: RunState, case: Case, queue_type: str | None, variant: str | None) -> None:
+
+class Ended(BaseException):
+    """How a decided case ends, for the test framework to report: ``fail`` (``message`` is the whole
+    story, no traceback), ``skip`` or ``xfail`` (a deviation). A BaseException, as pytest's outcomes
+    are: no ``except Exception`` on the way out takes it for the case's error."""
+
+    def __init__(self, kind: Literal["fail", "skip", "xfail"], message: str) -> None:
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+def _end(kind: Literal["fail", "skip", "xfail"], message: str) -> NoReturn:
+    __tracebackhide__ = True
+    raise Ended(kind, message)
+
+
+@dataclass
+class CaseCall:
+    """One case handed to the runner: the case, its deadline, and the run's cases from this one on
+    (``following()``, for a shared broker fault). The runner leaves the case's :class:`Result` in
+    ``result`` once it is decided."""
+
+    case: PlannedCase
+    deadline: deadline.Deadline
+    #: ``--case-timeout``: what a deadline's error says the deadline was.
+    case_timeout: float
+    following: Callable[[], Sequence[PlannedCase]]
+    result: Result | None = None
+
+
+def run_case(call: CaseCall, state: RunState, case: Case) -> None:
     """Scenario, verdict, record. Its frames are the suite's, not the broker's: hidden from tracebacks.
 
     A case that was running when another case hung the broker runs once more on the restarted one
     (conformance.runner.hangs), under a deadline of its own; its record says so. Once only: a rerun that
     another restart cuts short again is an ``error`` naming both restarts."""
     __tracebackhide__ = True
+    nodeid = call.case.nodeid
     try:
-        _attempt(item, state, case, queue_type, variant, None)
+        _attempt(call, state, case, None)
     except hangs.Rerun as again:
         state.dead_cause = None  # what this process saw before the restart; the shared record says if it failed
-        deadline.rearm(item)
-        _attempt(item, state, case, queue_type, variant, str(again))
+        call.deadline.rearm()
+        _attempt(call, state, case, str(again))
     finally:
-        hangs.end(state.health_path, item.nodeid)
-        hangs.ran(item.nodeid)
+        hangs.end(state.health_path, nodeid)
+        hangs.ran(nodeid)
 
 
-def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | None, variant: str | None, rerun: str | None) -> None:
+def _attempt(call: CaseCall, state: RunState, case: Case, rerun: str | None) -> None:
     __tracebackhide__ = True
+    me = call.case
+    nodeid, queue_type, variant = me.nodeid, me.queue_type, me.variant
     req = requirement(case.requirement)
     target_label = f"{state.server['product']} {state.server['version']} {state.adapter.protocol}"
     allure.labels(req, queue_type, variant, target_label, state.adapter.protocol, state.profile.id)
@@ -61,11 +99,11 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         allure.verdict_label(v.outcome.value)
         if v.outcome not in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED):
             allure.attach(v.render(req.id, req.level_for(state.adapter.protocol)), history, trace)
-        records.decided(item, req, state.adapter.protocol, queue_type, variant, v, duration_s=time.monotonic() - started - waited[0],
-                        lock_wait_s=waited[0], observations=obs, history=history, trace=trace, keep_history=state.keep_history,
-                        rerun=rerun, brief=brief)
+        call.result = records.decided(req, state.adapter.protocol, queue_type, variant, v, duration_s=time.monotonic() - started - waited[0],
+                                      lock_wait_s=waited[0], observations=obs, history=history, trace=trace,
+                                      keep_history=state.keep_history, rerun=rerun, brief=brief)
 
-    health = hangs.begin(state.health_path, item.nodeid)  # waits while another worker restarts the target
+    health = hangs.begin(state.health_path, nodeid)  # waits while another worker restarts the target
     waited[0] = time.monotonic() - started
 
     def restarted(again: str) -> NoReturn:
@@ -78,18 +116,18 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         detail = f"not judged: {rerun}; and again during its rerun: {again}"
         finish(Verdict(Outcome.ERROR, req.text, detail, reason="the broker was restarted during both attempts"), history,
                trace=ctx.wire_trace())
-        pytest.fail(f"error: {detail}", pytrace=False)
+        _end("fail", f"error: {detail}")
 
     dead = state.dead_cause or health.dead
     if dead:
         # a silent target's cause names itself ("target stopped answering ..."); a gone one is "down"
         said = dead if dead.startswith("target ") else f"target is down: {dead}"
         finish(Verdict(Outcome.ERROR, "a reachable target", said), brief=True)  # one line per remaining case: the cause was shown once
-        pytest.fail(f"error: target is down since an earlier case: {dead}", pytrace=False)
+        _end("fail", f"error: target is down since an earlier case: {dead}")
     why = _not_applicable(req, state, queue_type, case.fault_kinds(variant))
     if why:
         finish(why)
-        pytest.skip(f"{why.outcome.value} ({why.unsupported_kind}): {why.reason}")
+        _end("skip", f"{why.outcome.value} ({why.unsupported_kind}): {why.reason}")
     blocked = preflight.blocking(state.preflight, req)  # at once, never at the deadline
     if blocked is not None:
         finish(blocked)
@@ -112,8 +150,8 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         alone = case.disrupts_broker or rerun is not None
         lock.enter_context(_broker_lock(state, exclusive=alone, history=history, waited=waited))
         began_at = time.time()  # a restart that was over by now (it holds this lock) is not this scenario's
-        obs = shared_faults.scenario(item, case, ctx, lambda other: _context_for(other, state))
-        deadline.overrun(item, started)  # a lost alarm never lets a case pass past its deadline
+        obs = shared_faults.scenario(me, case, ctx, call.following, lambda other: _context_for(other, state))
+        call.deadline.overrun(started)  # a lost alarm never lets a case pass past its deadline
         lock.close()
         interrupted = False
     except Unsupported as exc:
@@ -121,14 +159,14 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         who = f"adapter {state.adapter.name}" if exc.by == "adapter" else f"target {_target_label(state)}"
         v = unsupported_verdict(exc, req.text, who, state.profile.unsupported_reason(req.id, queue_type))
         finish(v, history, trace=ctx.wire_trace())
-        pytest.skip(f"unsupported ({v.unsupported_kind}): {v.reason}")
+        _end("skip", f"unsupported ({v.unsupported_kind}): {v.reason}")
     except ProtocolViolation as exc:
         ctx.close(True)
         v = apply_profile(violation_verdict(exc), req.id, queue_type, state.profile)
         finish(v, history, trace=ctx.wire_trace())
         if v.outcome is Outcome.FAIL:
-            pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
-        pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+            _end("fail", v.render(req.id, req.level_for(state.adapter.protocol)))
+        _end("xfail", f"deviation: {v.reason} [{v.citation}]")
     except BaseException as exc:
         # The broker refused what the case did: the refusal its profile documents, or 540 for what
         # the specification requires, is a verdict; any other refusal is the case's error below.
@@ -139,10 +177,10 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
             v = apply_profile(refused, req.id, queue_type, state.profile)
             finish(v, history, trace=ctx.wire_trace())
             if v.outcome is Outcome.UNSUPPORTED:
-                pytest.skip(f"unsupported ({v.unsupported_kind}): {v.observed}")
+                _end("skip", f"unsupported ({v.unsupported_kind}): {v.observed}")
             if v.outcome is Outcome.FAIL:
-                pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
-            pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+                _end("fail", v.render(req.id, req.level_for(state.adapter.protocol)))
+            _end("xfail", f"deviation: {v.reason} [{v.citation}]")
         if type(exc).__name__ == "Failed":
             deadline.disarm()  # the deadline is caught: the record below is written undisturbed
         generation = hangs.generation_at(state.health_path, health.generation, began_at)
@@ -156,7 +194,7 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
                 state.dead_cause = cause
         # a protocol-level health probe after a timeout; a missing delivery is a verdict
         judged = liveness.Judgement(None, None) if cause else liveness.after_scenario_exception(
-            exc, adapter=state.adapter, url=state.url, case_id=item.nodeid, requirement_text=req.text)
+            exc, adapter=state.adapter, url=state.url, case_id=nodeid, requirement_text=req.text)
         if judged.dead_cause:
             state.dead_cause = cause = judged.dead_cause
         ctx.skip_cleanup = bool(cause)  # a target that stopped answering would stall the cleanup too
@@ -164,7 +202,7 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
             did = hangs.what_it_did(history)  # before the restart adds its own events
             try:
                 # this case still holds the broker lock: the restart needs no other
-                hung = hangs.after_hang(state.health_path, target=state.target, case_id=item.nodeid, cause=cause,
+                hung = hangs.after_hang(state.health_path, target=state.target, case_id=nodeid, cause=cause,
                                         started_generation=generation, restartable=not alters(state.mutation),
                                         history=history, alone=alone)
             except hangs.Rerun as moved:  # another case found the silence first and restarted the broker
@@ -177,23 +215,23 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
                 # Several cases were under way: a silent broker cannot say which of them stopped it.
                 # Each runs again, alone, on the restarted broker; one that stops it again is the finding.
                 restarted(f"the broker stopped answering while {len(others) + 1} cases were under way "
-                          f"({', '.join((item.nodeid, *others))}) and was restarted; each runs again alone")
+                          f"({', '.join((nodeid, *others))}) and was restarted; each runs again alone")
             if hung.culprit:  # the finding of this case; the target restarted, or the run's judging ends
                 v = hangs.finding(hangs.operation(history, exc), did, cause, others)
                 ctx.close(True)
                 finish(v, history, None, ctx.wire_trace())
-                pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+                _end("fail", v.render(req.id, req.level_for(state.adapter.protocol)))
             cause = hung.dead
         if judged.verdict is not None and judged.verdict.outcome is not Outcome.ERROR:
             ctx.close(True)
             v = apply_profile(judged.verdict, req.id, queue_type, state.profile)
             finish(v, history, {"missing": missing_obs(exc)} if isinstance(exc, DeliveriesMissing) else None, ctx.wire_trace())
             if v.outcome is Outcome.FAIL:
-                pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
-            pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+                _end("fail", v.render(req.id, req.level_for(state.adapter.protocol)))
+            _end("xfail", f"deviation: {v.reason} [{v.citation}]")
         detail = f"{type(exc).__name__}: {exc}" + (f" (target down: {cause})" if cause else "")
         if type(exc).__name__ == "Failed":  # the case deadline (pytest-timeout): name the operation
-            detail = inflight.deadline_text(item.config.getoption("--case-timeout")) or detail
+            detail = inflight.deadline_text(call.case_timeout) or detail
         if judged.verdict is not None:
             detail = judged.verdict.observed
         ctx.close(True)
@@ -201,7 +239,7 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
         if type(exc).__name__ == "Failed":
             # the deadline's alarm can interrupt a frame that has no line number, and pytest then
             # fails to format the traceback (INTERNALERROR): the deadline speaks in one line instead
-            pytest.fail(f"error: {detail}", pytrace=False)
+            _end("fail", f"error: {detail}")
         raise
     finally:
         lock.close()
@@ -213,25 +251,24 @@ def _attempt(item: pytest.Item, state: RunState, case: Case, queue_type: str | N
     v = v or apply_profile(case.verdict(obs, state.profile, queue_type), req.id, queue_type, state.profile)
     finish(v, history, obs, ctx.wire_trace())
     if v.outcome is Outcome.UNDOCUMENTED:
-        pytest.skip(f"undocumented: {v.reason}")
+        _end("skip", f"undocumented: {v.reason}")
     if v.outcome is Outcome.UNSUPPORTED:  # the verdict found the broker untested (e.g. a client-side refusal)
-        pytest.skip(f"unsupported ({v.unsupported_kind}): {v.reason}")
+        _end("skip", f"unsupported ({v.unsupported_kind}): {v.reason}")
     if v.outcome is Outcome.FAIL:
         # the verdict is the whole story: no traceback of the runner's frames before it
-        pytest.fail(v.render(req.id, req.level_for(state.adapter.protocol)), pytrace=False)
+        _end("fail", v.render(req.id, req.level_for(state.adapter.protocol)))
     if v.outcome is Outcome.DEVIATION:
-        pytest.xfail(f"deviation: {v.reason} [{v.citation}]")
+        _end("xfail", f"deviation: {v.reason} [{v.citation}]")
 
 
-def _context_for(item: pytest.Item, state: RunState) -> CaseContext | None:
+def _context_for(other: PlannedCase, state: RunState) -> CaseContext | None:
     """A fresh context for another case of the run, or None if that case will not run its scenario."""
-    req = requirement(item.cls.requirement)  # type: ignore[union-attr]
-    params = item.callspec.params if hasattr(item, "callspec") else {}
-    qt = params.get("queue_type")
-    if state.dead_cause or _not_applicable(req, state, qt, item.cls().fault_kinds(params.get("variant"))) or preflight.blocking(state.preflight, req) is not None:
+    req = requirement(other.cls.requirement)  # type: ignore[union-attr]
+    qt = other.queue_type
+    if state.dead_cause or _not_applicable(req, state, qt, other.cls().fault_kinds(other.variant)) or preflight.blocking(state.preflight, req) is not None:  # type: ignore[misc]
         return None
     ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=qt,
-                      variant=params.get("variant"), history=History(), target=state.target)
+                      variant=other.variant, history=History(), target=state.target)
     ctx.node_urls = state.node_urls
     return ctx
 

@@ -20,61 +20,66 @@ from __future__ import annotations
 import signal
 import threading
 import time
-
-import pytest
+from typing import Callable, NoReturn
 
 #: How often the alarm repeats after the deadline until the runner catches it (see the docstring).
 REFIRE_S = 0.05
 MESSAGE = "Timeout (>%ss) from pytest-timeout."
 
 
-def set_timer(item: pytest.Item, timeout: float) -> bool:
-    """Arm a repeating SIGALRM for ``item`` (main thread only); False leaves it to pytest-timeout."""
-    if threading.current_thread() is not threading.main_thread():
-        return False
+class Deadline:
+    """One case's deadline: ``seconds`` (None: none), and ``expire``, which raises the exception the
+    deadline ends a case with (the pytest plugin hands pytest-timeout's: the runner recognises it by
+    its name, ``Failed``, as the adapters' in-flight marks do)."""
 
-    def handler(signum: int, frame: object) -> None:
-        __tracebackhide__ = True
-        pytest.fail(MESSAGE % timeout)
+    def __init__(self, seconds: float | None, expire: Callable[[str], NoReturn]) -> None:
+        self.seconds = seconds
+        self.expire = expire
+        #: True once :meth:`arm` set the repeating alarm (pytest-timeout's thread method keeps its own).
+        self.armed = False
 
-    def cancel() -> None:
+    @property
+    def can_arm(self) -> bool:
+        """A signal handler is the main thread's only: elsewhere pytest-timeout keeps the deadline."""
+        return self.seconds is not None and threading.current_thread() is threading.main_thread()
+
+    def arm(self) -> bool:
+        """Arm a repeating SIGALRM (main thread only); False leaves the deadline to pytest-timeout."""
+        if not self.can_arm:
+            return False
+        assert self.seconds is not None
+        seconds, expire = self.seconds, self.expire
+
+        def handler(signum: int, frame: object) -> None:
+            __tracebackhide__ = True
+            expire(MESSAGE % seconds)
+
+        signal.signal(signal.SIGALRM, handler)
+        signal.setitimer(signal.ITIMER_REAL, seconds, REFIRE_S)
+        self.armed = True
+        return True
+
+    def cancel(self) -> None:
+        """The case is over: no alarm, and the default SIGALRM handler back."""
         disarm()
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
-    cancel.timeout = timeout  # type: ignore[attr-defined]  # what rearm() arms again
-    item.cancel_timeout = cancel  # type: ignore[attr-defined]  # pytest-timeout's cancel hook calls it
-    signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, timeout, REFIRE_S)
-    return True
+    def rearm(self) -> None:
+        """A fresh deadline for the case's second attempt (after a restart cut its first one short).
+
+        Only a deadline :meth:`arm` armed (pytest-timeout's thread method keeps its own)."""
+        if self.armed:
+            self.arm()
+
+    def overrun(self, started: float) -> None:
+        """End the case the deadline's way if it ran past its deadline without being interrupted."""
+        if self.seconds is not None and time.monotonic() - started > self.seconds:
+            disarm()
+            self.expire(MESSAGE % self.seconds
+                        + f" The case ran {time.monotonic() - started:.3f}s: its alarm was lost, the case is ended all the same")
 
 
 def disarm() -> None:
     """Stop the alarm: the runner caught the deadline and now writes its record undisturbed."""
     if threading.current_thread() is threading.main_thread():
         signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def rearm(item: pytest.Item) -> None:
-    """A fresh deadline for the case's second attempt (after a restart cut its first one short).
-
-    Only a case whose deadline :func:`set_timer` armed (pytest-timeout's thread method keeps its own)."""
-    limit = getattr(getattr(item, "cancel_timeout", None), "timeout", None)
-    if limit is not None:
-        set_timer(item, limit)
-
-
-def of(item: pytest.Item) -> float | None:
-    """The item's deadline in seconds (its ``timeout`` mark), or None."""
-    mark = item.get_closest_marker("timeout")
-    if mark is None:
-        return None
-    value = mark.args[0] if mark.args else mark.kwargs.get("timeout")
-    return float(value) if value is not None else None
-
-
-def overrun(item: pytest.Item, started: float) -> None:
-    """Raise the deadline's ``Failed`` if the case ran past its deadline without being interrupted."""
-    limit = of(item)
-    if limit is not None and time.monotonic() - started > limit:
-        disarm()
-        pytest.fail(MESSAGE % limit + f" The case ran {time.monotonic() - started:.3f}s: its alarm was lost, the case is ended all the same")

@@ -1,8 +1,10 @@
 """A run's lifecycle: the target launched (or attached) and probed, the profile chosen, preflight run,
-run.json written; the xdist hand-off to workers; the target stopped and run.json finished at the end.
+run.json written; what the controller hands its workers; the target stopped and run.json finished at the end.
 
-The controller process launches the target (if a launcher was named) and hands its URL to xdist
+The controller process launches the target (if a launcher was named) and hands its URL to the
 workers; every process probes the server once to learn product and version and pick the profile.
+The pytest plugin calls these from its session hooks (conformance.pytest_plugin.session) with the
+run's option values (conformance.runner.options) and, in a worker, what the controller handed it.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ import os
 import platform
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
-
-import pytest
 
 import conformance
 from conformance.runner import allure
@@ -36,47 +37,41 @@ from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
 from conformance.runner.results import ResultsWriter, read_results, read_run
 from conformance.secrets import SecretUrl, register_url, scrub
 from conformance.targets import Target, attach_target, make_target, redact
-from conformance.runner.options import PYTEST_OPTIONS, check
-from conformance.runner.state import STATE_KEY, RunState, state_of
+from conformance.runner.options import check
+from conformance.runner.state import RunState
 
 
-def option_values(config: pytest.Config) -> dict[str, Any]:
-    return {o.name: config.getoption(o.long) for o in PYTEST_OPTIONS}
+def abort_record(results_dir: str | None, cause: str) -> None:
+    """run.json for a run that could not start: it says so, with the cause, instead of nothing.
+    The controller's to write (a worker never gets this far without it)."""
+    if results_dir:
+        ResultsWriter(Path(results_dir)).write_run({"status": f"aborted: {cause}", "suite_version": conformance.__version__,
+                                                    "catalogue_digest": catalogue_digest(), "finished_at": time.time()})
 
 
-def check_options(config: pytest.Config, adapter: str | None = None) -> list[Pack]:
-    """Every option is validated before anything is launched: bad input costs no node boot. Returns
-    the requirement packs the options (and ``adapter``, once known) select, activated."""
-    try:
-        return check(option_values(config), adapter)
-    except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
+def start(values: Mapping[str, Any], worker: Mapping[str, Any] | None = None) -> tuple[RunState, list[Pack]] | None:
+    """Start a run: every option checked (the requirement packs they select included) before
+    anything is launched, the target launched or attached, probed, its profile chosen, preflight run
+    (by the controller; a worker gets its records in ``worker``, what :func:`worker_input` gave it).
 
-
-def _abort_record(config: pytest.Config, cause: str) -> None:
-    """run.json for a run that could not start: it says so, with the cause, instead of nothing."""
-    out = config.getoption("--results-dir")
-    if out and getattr(config, "workerinput", None) is None:
-        ResultsWriter(Path(out)).write_run({"status": f"aborted: {cause}", "suite_version": conformance.__version__,
-                                            "catalogue_digest": catalogue_digest(), "finished_at": time.time()})
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "conformance: a requirement-traced conformance case")
-    spec = config.getoption("--target")
-    if config.getoption("--target-env"):
-        spec = os.environ.get(config.getoption("--target-env")) or spec
+    ``values`` maps the option table's names to the run's values. Returns the run's state and the
+    requirement packs it loaded (their cases join the run), or None without a target. Whatever stops
+    the run from starting is a :class:`UsageError` of one line; the controller's run.json then says
+    ``aborted`` with it (:func:`abort_record`), and nothing the run launched is left running."""
+    spec = values.get("target")
+    if values.get("target_env"):
+        spec = os.environ.get(values["target_env"]) or spec
     if not spec:
-        return
+        return None
     register_url(spec)
     allure.install_scrubbing_writer()
+    out = values.get("results_dir")
     try:  # the options, the requirement packs they select included, before anything is launched
-        check_options(config)
-    except pytest.UsageError as exc:
-        _abort_record(config, str(exc))
+        check(values)
+    except UsageError as exc:
+        if worker is None:
+            abort_record(out, str(exc))
         raise
-    worker = getattr(config, "workerinput", None)
     target: Target | None = None
     mutation_proxy: IsolatedFaultProxy | None = None
     url = SecretUrl(spec)
@@ -86,31 +81,29 @@ def pytest_configure(config: pytest.Config) -> None:
             if worker.get("conformance_target"):
                 target = attach_target(json.loads(worker["conformance_target"]))
         else:
-            handle = config.getoption("--attach-target")
-            results_dir = config.getoption("--results-dir")  # a launched target may keep its log there
-            target = attach_target(json.loads(handle)) if handle else make_target(spec, **({"run_dir": results_dir} if results_dir else {}))
+            handle = values.get("attach_target")
+            target = attach_target(json.loads(handle)) if handle else make_target(spec, **({"run_dir": out} if out else {}))  # a launched target may keep its log there
             if not handle:
                 target.start()
             url, run_id = SecretUrl(target.url), uuid.uuid4().hex[:12]
-            mutation = config.getoption("--mutation")
+            mutation = values.get("mutation")
             if mutation:
                 mutation_proxy = IsolatedFaultProxy.for_url(url, mutation=mutation).start()
                 url = SecretUrl(mutation_proxy.url(url))
         scheme = urlsplit(url).scheme
-        adapter = adapter_for(scheme, config.getoption("--adapter"))()
-        loaded = check_options(config, packs.adapter_entry_name(type(adapter)))  # the packs its package ships too
-        config.args.extend(str(p.cases_dir) for p in loaded if str(p.cases_dir) not in config.args)  # packs' cases
+        adapter = adapter_for(scheme, values.get("adapter"))()
+        loaded = check(values, packs.adapter_entry_name(type(adapter)))  # the packs its package ships too
         server = _probe_server(adapter, url)
-        profile = select_profile(server.product, server.version, adapter.protocol, config.getoption("--profile"))
+        profile = select_profile(server.product, server.version, adapter.protocol, values.get("profile"))
     except Exception as exc:  # noqa: BLE001 - whatever broke, the user gets one line, the node is stopped
         if mutation_proxy is not None:
             mutation_proxy.close()
-        if target is not None and not config.getoption("--attach-target"):
+        if target is not None and not values.get("attach_target"):
             target.stop()
-        message = scrub(_one_line(exc))
-        _abort_record(config, message)
-        raise pytest.UsageError(message) from None
-    out = config.getoption("--results-dir")
+        message = scrub(one_line(exc))
+        if worker is None:
+            abort_record(out, message)
+        raise UsageError(message) from None
     state = RunState(
         target=target,
         url=url,
@@ -119,10 +112,10 @@ def pytest_configure(config: pytest.Config) -> None:
         server={"product": server.product, "version": server.version},
         run_id=run_id,
         writer=ResultsWriter(Path(out)) if out else None,
-        keep_history=bool(config.getoption("--keep-history")),
+        keep_history=bool(values.get("keep_history")),
         mutation_proxy=mutation_proxy,
-        attached=bool(config.getoption("--attach-target")),
-        mutation=config.getoption("--mutation"),
+        attached=bool(values.get("attach_target")),
+        mutation=values.get("mutation"),
     )
     # --- preflight: the controller runs it once; workers get its records --------------------------
     if worker is not None:
@@ -135,32 +128,35 @@ def pytest_configure(config: pytest.Config) -> None:
                 mutation_proxy.close()
             if target is not None and not state.attached:
                 target.stop()
-            message = scrub(f"preflight could not run: {_one_line(exc)}")
-            _abort_record(config, message)
-            raise pytest.UsageError(message) from None
+            message = scrub(f"preflight could not run: {one_line(exc)}")
+            abort_record(out, message)
+            raise UsageError(message) from None
         print(scrub(preflight.render(state.preflight)))
-    _cluster_urls(state, config, worker)
-    config.stash[STATE_KEY] = state
-    if worker is None:
-        allure.environment(getattr(config.option, "allure_report_dir", None), records.run_fields(state))
-    if worker is None and state.writer:
+    _cluster_urls(state, values.get("mutation"), worker)
+    return state, loaded
+
+
+def record_start(state: RunState, values: Mapping[str, Any], allure_dir: str | None) -> None:
+    """The controller's record of the run's start: Allure's environment, and run.json saying
+    ``running`` until :func:`finish` (a run.json that still says so belongs to a killed run)."""
+    allure.environment(allure_dir, records.run_fields(state))
+    if state.writer:
         state.writer.write_run(
             {
                 **records.run_fields(state),
                 "started_at": time.time(),
                 "host": platform.node(),
                 "python": platform.python_version(),
-                "target_facts": target.facts if target else {},
-                "profile_path": profile.path,
-                "repeat": config.getoption("--repeat"),
-                # "running" until the run ends: a run.json that still says so belongs to a killed run
+                "target_facts": state.target.facts if state.target else {},
+                "profile_path": state.profile.path,
+                "repeat": values.get("repeat"),
                 "status": "running",
                 "preflight": [c.as_record() for c in state.preflight],
             }
         )
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     """A suite-made failure as one line: the suite's own errors speak for themselves."""
     if isinstance(exc, ConformanceError):
         text = str(exc)
@@ -174,33 +170,32 @@ def _probe_server(adapter: Adapter, url: str) -> Any:
     try:
         conn = adapter.connect(url, name="conformance probe")
     except (OperationTimeout, NoReply) as exc:  # a port that is not a broker, or a silent one
-        raise TargetError(f"target {redact(url)} did not answer as {adapter.protocol} ({_one_line(exc)})") from None
+        raise TargetError(f"target {redact(url)} did not answer as {adapter.protocol} ({one_line(exc)})") from None
     except ConformanceError:
         raise
     except Exception as exc:  # noqa: BLE001 - a client library's surprise on a port that is not a broker
-        raise TargetError(f"target {redact(url)} did not answer as {adapter.protocol} ({_one_line(exc)})") from None
+        raise TargetError(f"target {redact(url)} did not answer as {adapter.protocol} ({one_line(exc)})") from None
     server = conn.server
     conn.close()
     return server
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    """xdist: workers reuse the controller's target and run id instead of launching their own."""
-    state = state_of(node.config)
-    if state:
-        node.workerinput["conformance_url"] = str.__str__(state.url)  # execnet sends plain str only; the worker wraps it again
-        node.workerinput["conformance_run_id"] = state.run_id
-        handle = state.target.handle() if state.target is not None else None
-        node.workerinput["conformance_target"] = json.dumps(handle) if handle else ""
-        node.workerinput["conformance_preflight"] = json.dumps([c.as_record() for c in state.preflight])
-        node.workerinput["conformance_node_urls"] = json.dumps(state.node_urls or {})
+def worker_input(state: RunState) -> dict[str, str]:
+    """What the controller hands each worker, so workers reuse its target and run id instead of
+    launching their own (plain strings: execnet sends nothing else; the worker wraps the URL again)."""
+    handle = state.target.handle() if state.target is not None else None
+    return {
+        "conformance_url": str.__str__(state.url),
+        "conformance_run_id": state.run_id,
+        "conformance_target": json.dumps(handle) if handle else "",
+        "conformance_preflight": json.dumps([c.as_record() for c in state.preflight]),
+        "conformance_node_urls": json.dumps(state.node_urls or {}),
+    }
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    state = state_of(config)
-    if state is None or getattr(config, "workerinput", None) is not None:
-        return
+def finish(state: RunState) -> None:
+    """The controller's end of the run: run.json finished (counts, status, restarts), the broker lock
+    and the shared record removed, proxies closed, a launched target stopped."""
     try:
         if state.writer:
             counts: dict[str, int] = {}
@@ -228,36 +223,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             state.target.stop()
 
 
-def pytest_internalerror(excrepr: Any, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-    """An error in the suite itself ends the run: run.json says ``aborted`` with the cause."""
-    config = _CONFIG.get("config")
-    state = state_of(config) if config is not None else None
-    if state is not None and state.abort_cause is None:
-        state.abort_cause = scrub(f"internal error: {_one_line(excinfo.value)}")
-
-
-def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-    config = _CONFIG.get("config")
-    state = state_of(config) if config is not None else None
-    if state is not None and state.abort_cause is None:
-        state.abort_cause = "interrupted"
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _CONFIG["config"] = session.config
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    state = state_of(session.config)
-    if state is not None and state.abort_cause is None and exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
-        state.abort_cause = "interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED else "internal error"
-
-
-#: The hooks above that pytest calls without a config (internal error, interrupt) find it here.
-_CONFIG: dict[str, pytest.Config] = {}
-
-
-def _cluster_urls(state: RunState, config: pytest.Config, worker: Any) -> None:
+def _cluster_urls(state: RunState, mutation: str | None, worker: Mapping[str, Any] | None) -> None:
     """A cluster target's node URLs (the controller's, handed to workers), each behind the run's
     mutation proxy when there is one."""
     if worker is not None:
@@ -267,7 +233,6 @@ def _cluster_urls(state: RunState, config: pytest.Config, worker: Any) -> None:
     if not callable(node_urls):
         return
     urls: dict[str, str] = node_urls()
-    mutation = config.getoption("--mutation")
     if not mutation or state.mutation_proxy is None:
         state.node_urls = urls
         return
@@ -275,4 +240,3 @@ def _cluster_urls(state: RunState, config: pytest.Config, worker: Any) -> None:
     state.node_urls, state.node_proxies = mutated_node_urls(
         urls, (state.target.url, str.__str__(state.url)),
         lambda u: IsolatedFaultProxy.for_url(SecretUrl(u), mutation=mutation).start())
-

@@ -1,11 +1,11 @@
 """What a person sees while the suite works: live progress on a terminal, one line per case elsewhere.
 
 Why a module of its own: the console is the tool's, not pytest's. ``conformance run`` turns pytest's
-terminal reporter off (no dots, no ``[ 43%]``, no tracebacks of the runner's frames) and registers
-:class:`RunProgress` as a plugin of the controller process instead. The plugin is fed by the
-records the run writes to ``results.jsonl`` (read from where it left off each time pytest reports
-a case), so it sees exactly what the results say, and works the same whether the cases ran in this
-process or on xdist workers (whose reports reach the controller's ``pytest_runtest_logreport``).
+terminal reporter off (no dots, no ``[ 43%]``, no tracebacks of the runner's frames) and shows
+:class:`RunProgress` instead, fed by a plugin of the controller process
+(conformance.pytest_plugin.progress). It reads the records the run writes to ``results.jsonl``
+(from where it left off each time a case is reported), so it sees exactly what the results say,
+and works the same whether the cases ran in this process or in worker processes.
 
 Two forms, one source of lines:
 
@@ -30,8 +30,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable
-
-import pytest
 
 from conformance.secrets import scrub
 
@@ -180,14 +178,13 @@ class Console:
 
 
 class RunProgress:
-    """pytest plugin of the controller: progress and the failing-case blocks of ``conformance run``."""
+    """Progress and the failing-case blocks of ``conformance run``; the pytest plugin of the
+    controller feeds it (conformance.pytest_plugin.progress)."""
 
-    def __init__(self, console: Console, out: Path, *, debug: bool = False, log: Path | None = None) -> None:
+    def __init__(self, console: Console, out: Path, *, debug: bool = False) -> None:
         self.console = console
         self.out = Path(out)
         self.debug = debug
-        self.log = log
-        self._log_file: IO[str] | None = None
         self.total = 0
         self.done = 0
         self.counts: Counter[str] = Counter()
@@ -197,61 +194,29 @@ class RunProgress:
         self._live: Any = None
         self._lock = threading.Lock()
 
-    # --- pytest hooks (controller only: a worker never loads this plugin's instance) -------------
-    @pytest.hookimpl(trylast=True)  # after pytest's terminal plugin made its reporter
-    def pytest_configure(self, config: Any) -> None:
-        """pytest's reporter writes into ``log`` (the results folder), not the console: its dots,
-        tracebacks and summary stay there for debugging. It is kept, not disabled: pytest-timeout
-        and xdist write through it (a missing reporter turned every case deadline into an error)."""
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if self.log is None or reporter is None:
-            return
-        from _pytest.config import create_terminal_writer
-
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        self._log_file = open(self.log, "w", encoding="utf-8")
-        reporter._tw = create_terminal_writer(config, self._log_file)
-
-    def pytest_unconfigure(self, config: Any) -> None:
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
-
-    def pytest_sessionstart(self, session: Any) -> None:
+    def begin(self) -> None:
+        """The run began: records from here on are its own (a reused folder's earlier ones are not)."""
         self._tail = ResultsTail(self.out / "results.jsonl")
         self.started = time.monotonic()
 
-    def pytest_collection_finish(self, session: Any) -> None:
-        """Serial runs: the selected cases (after the suite's own deselection)."""
-        self._start(len(session.items))
-
-    @pytest.hookimpl(optionalhook=True)  # xdist is left out of a one-worker run
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        """Parallel runs: every worker collects the same cases; the first to finish gives the total."""
-        if not self.total:
-            self._start(len(ids))
-
-    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+    def case_started(self, nodeid: str) -> None:
         with self._lock:
             self.running[nodeid] = time.monotonic()
 
-    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+    def case_finished(self, nodeid: str) -> None:
         with self._lock:
             self.running.pop(nodeid, None)
-        self._drain()
+        self.drain()
 
-    def pytest_runtest_logreport(self, report: Any) -> None:
-        """A case's record is written before its report reaches the controller: read it now."""
-        self._drain()
-
-    def pytest_sessionfinish(self, session: Any) -> None:
-        self._drain()
+    def end(self) -> None:
+        self.drain()
         if self._live is not None:
             self._live.stop()
             self._live = None
 
     # --- the view ---------------------------------------------------------------------------------
-    def _start(self, total: int) -> None:
+    def start(self, total: int) -> None:
+        """The number of cases selected: the bar starts (or the plain form says how many)."""
         self.total = total
         if self.console.live and self._live is None and total:
             self._live = self.console.live_view(self.render)
@@ -259,7 +224,7 @@ class RunProgress:
         elif not self.console.live:
             self.console.line(f"conformance: {total} cases selected; one line per decided case")
 
-    def _drain(self) -> None:
+    def drain(self) -> None:
         """Every record written since the last look: count it, and print it in the suite's words."""
         if self._tail is None:
             return

@@ -2,20 +2,17 @@
 
 The others hand it facts and get fields back:
 
-- the case runner, what it decided about the case (:func:`decided`), stashed on the case's item;
-- the report hook, a case that never reached a verdict (:func:`undecided`) and the case's report
-  (:func:`record`);
+- the case runner, what it decided about the case (:func:`decided`);
+- the pytest plugin's report hook, a case that never reached a verdict (:func:`undecided`) and what
+  pytest reported of the case (:func:`record`);
 - the run's lifecycle, the run's own fields (:func:`run_fields`), which head run.json too.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
-
-import pytest
 
 import conformance
 from conformance.catalogue.profiles import profile_digest
@@ -23,7 +20,7 @@ from conformance.catalogue.requirements import Requirement, catalogue_digest, re
 from conformance.kit.history import History
 from conformance.kit.verdicts import Outcome, Verdict
 from conformance.nemesis.mutations import alters
-from conformance.runner.shared_faults import plain_nodeid
+from conformance.runner.shared_faults import PlannedCase, plain_nodeid
 from conformance.runner.state import RunState
 from conformance.targets import redact
 
@@ -69,15 +66,11 @@ class Result:
         return self.verdict.render(self.requirement.id, self.level)
 
 
-#: The case's Result, stashed on its item by the runner until pytest reports the case.
-STASH_RESULT = pytest.StashKey[Result]()
-
-
-def decided(item: pytest.Item, req: Requirement, protocol: str, queue_type: str | None, variant: str | None, verdict: Verdict, *,
+def decided(req: Requirement, protocol: str, queue_type: str | None, variant: str | None, verdict: Verdict, *,
             duration_s: float, lock_wait_s: float, observations: Any = None, history: History | None = None, trace: str = "",
             keep_history: bool = False, rerun: str | None = None, brief: bool = False) -> Result:
-    """The runner's decision about a case, stashed on its item; the record keeps the history and
-    wire trace of a case that did not pass (of every case with ``keep_history``)."""
+    """The runner's decision about a case; the record keeps the history and wire trace of a case
+    that did not pass (of every case with ``keep_history``)."""
     keep = history is not None and (keep_history or verdict.outcome is not Outcome.PASS)
     result = Result(
         requirement=req, protocol=protocol, queue_type=queue_type, variant=variant, verdict=verdict,
@@ -86,14 +79,13 @@ def decided(item: pytest.Item, req: Requirement, protocol: str, queue_type: str 
         wire_trace=trace.splitlines() if keep and trace else None,
         history_text=history.render() if history else "", trace_text=trace, rerun=rerun, brief=brief,
     )
-    item.stash[STASH_RESULT] = result
     return result
 
 
-def undecided(item: pytest.Item, protocol: str, observed: str) -> Result:
+def undecided(case: PlannedCase, protocol: str, observed: str) -> Result:
     """A case interrupted before a verdict (its deadline, or a crash outside the scenario)."""
-    req = requirement(type(item.instance).requirement)  # type: ignore[attr-defined]
-    return Result(requirement=req, protocol=protocol, queue_type=_params(item).get("queue_type"), variant=None,
+    req = requirement(case.cls.requirement)  # type: ignore[union-attr]
+    return Result(requirement=req, protocol=protocol, queue_type=case.queue_type, variant=None,
                   verdict=Verdict(Outcome.ERROR, req.text, observed, reason="case did not reach a verdict"), reached=False)
 
 
@@ -149,15 +141,16 @@ def run_fields(state: RunState) -> dict[str, Any]:
     }
 
 
-def record(item: pytest.Item, state: RunState, result: Result, *, outcome: str, longrepr: str) -> dict[str, Any]:
-    """The case's line of results.jsonl: its verdict, the run's fields, and what pytest reported."""
+def record(case: PlannedCase, state: RunState, result: Result, *, outcome: str, longrepr: str, worker: str) -> dict[str, Any]:
+    """The case's line of results.jsonl: its verdict, the run's fields, and what pytest reported
+    (``outcome``, ``longrepr``) in which process (``worker``: an xdist worker's id, or "main")."""
     fields = case_fields(result)
     fields.update(run_fields(state))
     fields.update(
-        case_id=case_id(item, result.requirement),
-        attempt=_params(item).get("conformance_attempt", 1),
+        case_id=case_id(case, result.requirement),
+        attempt=case.attempt if case.attempt is not None else 1,
         pytest_outcome=outcome,
-        worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        worker=worker,
         finished_at=time.time(),
     )
     if fields["verdict"] == "error" and longrepr:
@@ -180,18 +173,14 @@ def sections(result: Result) -> list[tuple[str, str]]:
     return out
 
 
-def case_id(item: pytest.Item, req: Requirement) -> str:
+def case_id(case: PlannedCase, req: Requirement) -> str:
     """The case's id, the same for every repetition (``--repeat``): the attempt is a field of its own.
     Without xdist's "@group" suffix. A pack's case ids start with the pack's name: pytest names a file
     outside the core relative to the folder it was collected from, which could repeat a core case's id."""
-    node = plain_nodeid(item.nodeid)
+    node = plain_nodeid(case.nodeid)
     if req.pack:
         node = f"{req.pack}/{node}"
-    attempt = _params(item).get("conformance_attempt")
+    attempt = case.attempt
     if not attempt:
         return node
     return node.replace(f"-{ATTEMPT_ID}{attempt}]", "]").replace(f"[{ATTEMPT_ID}{attempt}]", "")
-
-
-def _params(item: pytest.Item) -> dict[str, Any]:
-    return item.callspec.params if hasattr(item, "callspec") else {}

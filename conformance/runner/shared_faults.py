@@ -8,31 +8,32 @@ and judges its own queues when its own turn comes, under its own deadline, and w
 record. A case's history shows the shared fault and how many cases it served.
 
 The runner keeps the cases of one fault contiguous (:func:`order`), so nothing else disrupts the
-broker between a fault and the observations that depend on it. Under xdist, every disruptive case
-carries the same ``xdist_group`` so one worker runs them all (``--dist loadgroup``). A case run on
-its own (a single selection, or the only one of its fault) runs its ordinary scenario, which does
-its own fault: the per-case path is unchanged.
+broker between a fault and the observations that depend on it. Every disruptive case is in one
+group (:data:`GROUP`), which the pytest plugin hands to xdist so one worker runs them all
+(``--dist loadgroup``). A case run on its own (a single selection, or the only one of its fault)
+runs its ordinary scenario, which does its own fault: the per-case path is unchanged.
+
+The runner sees the run's cases as :class:`PlannedCase` values (id, class, parameters), which the
+pytest plugin makes from its collected items.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable
-
-import pytest
+from typing import Callable, Sequence
 
 from conformance.kit.case import Case, CaseContext, Obs, Settled
 from conformance.nemesis.kinds import KILL, RESTART, broker_kind, strike
 
-#: The xdist group of every disruptive case: one worker runs them, in order.
-XDIST_GROUP = "broker-fault"
+#: The group of every disruptive case: one worker runs them, in order.
+GROUP = "broker-fault"
 
 
 def plain_nodeid(nodeid: str) -> str:
     """A node id without the ``@broker-fault`` suffix xdist's loadgroup appends (records name the
     case the same under any number of workers)."""
-    suffix = "@" + XDIST_GROUP
+    suffix = "@" + GROUP
     return nodeid[: -len(suffix)] if nodeid.endswith(suffix) else nodeid
 
 
@@ -47,56 +48,70 @@ class Prepared:
     fault_error: BaseException | None = None
 
 
+@dataclass(eq=False)
+class PlannedCase:
+    """One case of the run: its node id, its class and its parameters (``attempt``: its repetition
+    under ``--repeat``, else None). One object per case for the whole run: a batch leaves what it
+    prepared for the case in ``prepared``, until the case's own turn."""
+
+    nodeid: str
+    cls: type | None
+    queue_type: str | None = None
+    variant: str | None = None
+    attempt: int | None = None
+    prepared: Prepared | None = None
+
+    @property
+    def disrupts(self) -> bool:
+        return bool(getattr(self.cls, "disrupts_broker", False))
+
+
 @dataclass
 class Batch:
     kind: str
-    members: list[pytest.Item] = field(default_factory=list)
+    members: list[PlannedCase] = field(default_factory=list)
 
 
-PREPARED = pytest.StashKey[Prepared]()
-
-
-def fault_of(item: pytest.Item) -> str | None:
-    """The name of the broker fault a collected case shares (conformance.nemesis.kinds: "restart",
-    "kill"), or None for a case without phases."""
-    cls = getattr(item, "cls", None)
+def fault_of(case: PlannedCase) -> str | None:
+    """The name of the broker fault a case shares (conformance.nemesis.kinds: "restart", "kill"), or
+    None for a case without phases."""
+    cls = case.cls
     if cls is None or not issubclass(cls, Case) or not getattr(cls, "disrupts_broker", False):
         return None
-    params = item.callspec.params if hasattr(item, "callspec") else {}
-    phased = cls().broker_fault(params.get("variant"))
+    phased = cls().broker_fault(case.variant)
     return broker_kind(phased).name if phased is not None else None
 
 
-def order(items: list[pytest.Item]) -> None:
+def order(cases: Sequence[PlannedCase]) -> list[PlannedCase]:
     """Disruptive cases last (those that fault the broker on their own first, then the shared
     restart, then the shared kill), those of one fault together; each keeps its own relative order.
-    Under xdist, one worker takes them all, and their group must be the last unit of work handed
-    out (``--no-loadscope-reorder``, conformance.cli.run): every ordinary case waits for the
-    broker lock while a disruptive one holds it."""
-    kinds = {id(it): fault_of(it) for it in items}
+    Under xdist, one worker takes them all (:data:`GROUP`), and their group must be the last unit of
+    work handed out (``--no-loadscope-reorder``, conformance.cli.run): every ordinary case waits for
+    the broker lock while a disruptive one holds it."""
+    kinds = {id(c): fault_of(c) for c in cases}
     rank = {RESTART.name: 2, KILL.name: 3}
-    disruptive = [it for it in items if getattr(getattr(it, "cls", None), "disrupts_broker", False)]
-    for it in disruptive:
-        it.add_marker(pytest.mark.xdist_group(XDIST_GROUP))
-    items[:] = sorted(items, key=lambda it: rank.get(kinds[id(it)] or "", 1) if getattr(getattr(it, "cls", None), "disrupts_broker", False) else 0)
+    return sorted(cases, key=lambda c: rank.get(kinds[id(c)] or "", 1) if c.disrupts else 0)
 
 
-def scenario(item: pytest.Item, case: Case, ctx: CaseContext, context_for: Callable[[pytest.Item], CaseContext | None]) -> Obs:
+def scenario(me: PlannedCase, case: Case, ctx: CaseContext, following: Callable[[], Sequence[PlannedCase]],
+             context_for: Callable[[PlannedCase], CaseContext | None]) -> Obs:
     """The runner's call in place of ``case.scenario(ctx)``; see the module's docstring.
 
-    ``context_for(other)`` gives a fresh context for another case of the run, or None when that case
-    will not run its scenario (not applicable, blocked, target down)."""
+    ``following()`` gives this case and the cases after it, in the run's order; ``context_for(other)``
+    a fresh context for another case of the run, or None when that case will not run its scenario
+    (not applicable, blocked, target down)."""
     phased = case.broker_fault(ctx.variant)
     kind = broker_kind(phased) if phased is not None else None
     if kind is None or not kind.offered_by(ctx.target):
         return case.scenario(ctx)  # no phases, or a target the suite cannot fault: the case says so
-    mine = item.stash.get(PREPARED, None)
+    mine = me.prepared
     if mine is None:
-        batch = _batch(item, kind.name)
+        batch = _batch(me, following(), kind.name)
         if len(batch.members) < 2:
             return case.scenario(ctx)  # alone: its own fault
-        _run_batch(item, case, ctx, batch, context_for)
-        mine = item.stash[PREPARED]
+        _run_batch(me, case, ctx, batch, context_for)
+        mine = me.prepared
+        assert mine is not None
     else:
         ctx.absorb(mine.ctx)  # the context prepare ran in: its queues, connections and history
     if mine.error is not None:
@@ -109,32 +124,31 @@ def scenario(item: pytest.Item, case: Case, ctx: CaseContext, context_for: Calla
     return case.observe(ctx, mine.prepared)
 
 
-def _batch(item: pytest.Item, kind: str) -> Batch:
+def _batch(me: PlannedCase, following: Sequence[PlannedCase], kind: str) -> Batch:
     """This case and the cases of the same fault that follow it without a gap and have not run."""
-    items = item.session.items
     batch = Batch(kind)
-    start = items.index(item)
-    for other in items[start:]:
+    for other in following:
         if fault_of(other) != kind:
             break
-        if other is item or other.stash.get(PREPARED, None) is None:
+        if other is me or other.prepared is None:
             batch.members.append(other)
     return batch
 
 
-def _run_batch(first: pytest.Item, first_case: Case, first_ctx: CaseContext, batch: Batch, context_for: Callable[[pytest.Item], CaseContext | None]) -> None:
-    prepared: list[tuple[pytest.Item, Prepared]] = []
+def _run_batch(first: PlannedCase, first_case: Case, first_ctx: CaseContext, batch: Batch,
+               context_for: Callable[[PlannedCase], CaseContext | None]) -> None:
+    prepared: list[tuple[PlannedCase, Prepared]] = []
     for member in batch.members:
         ctx = first_ctx if member is first else context_for(member)
         if ctx is None:
             continue
         p = Prepared(ctx)
-        case = first_case if member is first else member.cls()  # type: ignore[attr-defined]
+        case = first_case if member is first else member.cls()  # type: ignore[misc]
         try:
             p.prepared = case.prepare(ctx)
         except Exception as exc:  # noqa: BLE001 - the member's own run reports it, as its own error
             p.error = exc
-        member.stash[PREPARED] = p
+        member.prepared = p
         prepared.append((member, p))
     served = [(m, p) for m, p in prepared if p.error is None and not isinstance(p.prepared, Settled)]
     if not served:

@@ -9,8 +9,6 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-
 from conformance.api import Adapter
 from conformance.catalogue.profiles import Profile
 from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
@@ -54,11 +52,3 @@ class RunState:
     def health_path(self) -> str:
         """The record every process of the run shares of its target's hangs and restarts (conformance.runner.hangs)."""
         return os.path.join(tempfile.gettempdir(), f"conformance-{self.run_id}.health")
-
-
-STATE_KEY = pytest.StashKey[RunState]()
-
-
-def state_of(config: pytest.Config) -> RunState | None:
-    return config.stash.get(STATE_KEY, None)
-

@@ -105,12 +105,12 @@ def _record(verdict: str, n: int, **kw: Any) -> dict[str, Any]:
 def test_plain_form_is_one_line_per_decided_case_and_a_block_per_failure(tmp_path: Path) -> None:
     stream = io.StringIO()
     progress = RunProgress(Console(stream, live=False), tmp_path, debug=False)
-    progress.pytest_sessionstart(None)
-    progress._start(3)
+    progress.begin()
+    progress.start(3)
     results = tmp_path / "results.jsonl"
     results.write_text(json.dumps(_record("pass", 1)) + "\n" + json.dumps(_record("fail", 2, reason="mutation", traceback="Trace!"))
                        + "\n" + '{"half": ')  # a line the worker has not finished writing
-    progress.pytest_runtest_logfinish("ack/test_x.py::TestX::test[classic-2]", None)
+    progress.case_finished("ack/test_x.py::TestX::test[classic-2]")
     text = stream.getvalue()
     assert "3 cases selected" in text
     assert re.search(r"^PASS +ack/test_x.py::TestX::test\[classic-1\]  ACK-X \[MUST\]$", text, re.M)

@@ -8,17 +8,7 @@ import time
 
 import pytest
 
-from conformance.runner import deadline
-
-
-class _Item:
-    """The two things deadline needs of a pytest item: its timeout mark, and a cancel slot."""
-
-    def __init__(self, timeout: float) -> None:
-        self.mark = pytest.mark.timeout(timeout).mark
-
-    def get_closest_marker(self, name: str):  # noqa: ANN201 - mimics pytest.Item
-        return self.mark if name == "timeout" else None
+from conformance.runner.deadline import Deadline
 
 
 class _SlowFinalizer:
@@ -34,8 +24,8 @@ def test_an_alarm_swallowed_by_a_finalizer_fires_again(monkeypatch: pytest.Monke
     # As in a catalogue run (run_args leaves pytest's unraisableexception plugin out): the dropped
     # exception goes to a plain hook, not to pytest's, which a re-fired alarm would interrupt.
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
-    item = _Item(0.01)
-    assert deadline.set_timer(item, 0.01)  # type: ignore[arg-type]
+    deadline = Deadline(0.01, pytest.fail)
+    assert deadline.arm()
     started = time.monotonic()
     try:
         with pytest.raises(pytest.fail.Exception, match="Timeout"):
@@ -44,13 +34,36 @@ def test_an_alarm_swallowed_by_a_finalizer_fires_again(monkeypatch: pytest.Monke
             while time.monotonic() - started < 2:
                 pass
     finally:
-        item.cancel_timeout()  # type: ignore[attr-defined]
+        deadline.cancel()
     assert time.monotonic() - started < 1.0
 
 
 def test_a_case_that_returns_past_its_deadline_is_ended_all_the_same() -> None:
-    item = _Item(0.01)
-    deadline.overrun(item, time.monotonic())  # type: ignore[arg-type]  # inside: nothing happens
+    deadline = Deadline(0.01, pytest.fail)
+    deadline.overrun(time.monotonic())  # inside: nothing happens
     with pytest.raises(pytest.fail.Exception, match="alarm was lost"):
-        deadline.overrun(item, time.monotonic() - 0.5)  # type: ignore[arg-type]
-    assert deadline.of(_Item(7)) == 7.0  # type: ignore[arg-type]
+        deadline.overrun(time.monotonic() - 0.5)
+    Deadline(None, pytest.fail).overrun(time.monotonic() - 0.5)  # no deadline: never overrun
+    assert not Deadline(None, pytest.fail).arm()
+
+
+def test_the_plugin_arms_a_case_s_deadline_from_its_timeout_mark() -> None:
+    """What the pytest plugin hands the runner: the armed deadline, else the ``timeout`` mark's."""
+    from conformance.pytest_plugin.fixtures import deadline_of
+    from conformance.pytest_plugin.selection import set_timer
+
+    class Item:
+        def __init__(self, timeout: float) -> None:
+            self.mark, self.stash = pytest.mark.timeout(timeout).mark, pytest.Stash()
+
+        def get_closest_marker(self, name: str) -> object:
+            return self.mark if name == "timeout" else None
+
+    assert deadline_of(Item(7)).seconds == 7.0 and not deadline_of(Item(7)).armed  # type: ignore[arg-type]
+    item = Item(30)
+    assert set_timer(item, 30)  # type: ignore[arg-type]
+    try:
+        armed = deadline_of(item)  # type: ignore[arg-type]
+        assert armed.armed and armed.seconds == 30 and item.cancel_timeout == armed.cancel  # type: ignore[attr-defined]
+    finally:
+        item.cancel_timeout()  # type: ignore[attr-defined]

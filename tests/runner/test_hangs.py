@@ -20,10 +20,12 @@ from typing import Any
 
 import pytest
 
-from conformance.runner import deadline
 from conformance.runner import hangs
 from conformance.runner import records
 from conformance.runner import shared_faults
+from conformance.runner.case_runner import CaseCall, Ended
+from conformance.runner.deadline import Deadline
+from conformance.runner.shared_faults import PlannedCase
 from conformance.cases import all_cases
 from conformance.catalogue.requirements import requirement
 from conformance.cli import build_parser, pytest_args
@@ -41,22 +43,20 @@ REAL = {"pass", "fail", "deviation", "unsupported", "undocumented"}
 
 # -- the suite's own part: scheduling of the disruptive cases ---------------------------------------
 
-def _items() -> list[Any]:
-    """Stand-ins for the collected catalogue: each case class with its parameters, in catalogue order."""
+def _items() -> list[PlannedCase]:
+    """The collected catalogue as the runner sees it: each case class with its parameters, in catalogue order."""
     items = []
     for cls in all_cases():
         for qt in cls.queue_types or ("classic", "quorum"):
             for variant in cls.variants or [None]:
-                items.append(SimpleNamespace(cls=cls, callspec=SimpleNamespace(params={"queue_type": qt, "variant": variant}),
-                                             nodeid=f"{cls.__name__}[{qt}-{variant}]", add_marker=lambda mark: None))
+                items.append(PlannedCase(f"{cls.__name__}[{qt}-{variant}]", cls, qt, variant))
     return items
 
 
 def test_every_disruptive_case_comes_after_every_ordinary_one() -> None:
     """A disruptive case that does its own fault (no shared phases) was sorted among the ordinary
     ones, so xdist's broker-fault group began there and held the other workers at the lock."""
-    items = _items()
-    shared_faults.order(items)
+    items = shared_faults.order(_items())
     disrupts = [bool(it.cls.disrupts_broker) for it in items]
     assert True in disrupts and False in disrupts
     first = disrupts.index(True)
@@ -300,14 +300,14 @@ def test_the_restart_runs_with_the_case_deadline_disarmed(tmp_path: Path, monkey
     was never written, and the next case restarted and blamed all over again."""
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
     path, lock = str(tmp_path / "health"), str(tmp_path / "lock")
-    item = _DeadlineItem(0.05)
-    assert deadline.set_timer(item, 0.05)  # type: ignore[arg-type]
+    deadline = Deadline(0.05, pytest.fail)
+    assert deadline.arm()
     target = Checking(name="node", lock_path=lock, start_for_s=0.3)
     try:
         hung = hangs.after_hang(path, target=target, case_id="a", cause="silent", started_generation=0, restartable=True,
                                 history=History(), lock_path=lock)
     finally:
-        item.cancel_timeout()  # type: ignore[attr-defined]
+        deadline.cancel()
     assert hung.dead is None and hangs.read(path).generation == 1 and len(hangs.read(path).restarts) == 1
 
 
@@ -319,16 +319,6 @@ def test_an_interrupted_restart_is_recorded_all_the_same(tmp_path: Path) -> None
     health = hangs.read(path)
     assert health.generation == 1 and [r["after_case"] for r in health.restarts] == ["a"]
     assert health.dead is not None and "restart interrupted: KeyboardInterrupt" in health.dead and "since a" in health.dead
-
-
-class _DeadlineItem:
-    """A pytest item as conformance.runner.deadline sees it: a timeout mark and a cancel slot."""
-
-    def __init__(self, timeout: float) -> None:
-        self.mark = pytest.mark.timeout(timeout).mark
-
-    def get_closest_marker(self, name: str) -> Any:
-        return self.mark if name == "timeout" else None
 
 
 # -- the runner around a restart: a second attempt at most, under its own deadline ------------------
@@ -344,7 +334,7 @@ def _runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenarios: list[Any
     monkeypatch.setattr(case_runner, "observed_refusal", lambda *a: None)
     monkeypatch.setattr(case_runner.liveness, "after_scenario_exception", lambda *a, **k: case_runner.liveness.Judgement(None, None))
     runs = iter(scenarios)
-    monkeypatch.setattr(case_runner.shared_faults, "scenario", lambda item, case, ctx, other: next(runs)(ctx))
+    monkeypatch.setattr(case_runner.shared_faults, "scenario", lambda me, case, ctx, following, other: next(runs)(ctx))
     cls = all_cases()[0]
     case = SimpleNamespace(requirement=cls.requirement, disrupts_broker=False, fault_kinds=lambda variant: (),
                            verdict=verdict or (lambda obs, profile, qt: Verdict(Outcome.FAIL, "x", f"observed {obs}")))
@@ -352,10 +342,9 @@ def _runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenarios: list[Any
                             profile=SimpleNamespace(id="p", unsupported_reason=lambda *a: None), url="amqp://127.0.0.1:1/",
                             target=None, node_urls=None, health_path=str(tmp_path / "health"), lock_path=str(tmp_path / "lock"),
                             dead_cause=None, keep_history=False, preflight=[], mutation=None)
-    item = _DeadlineItem(0.2)
-    item.nodeid, item.stash = "ack/x.py::TestX::test[classic]", {}  # type: ignore[attr-defined]
-    item.config = SimpleNamespace(getoption=lambda name: 0.2)  # type: ignore[attr-defined]
-    return case_runner, case, state, item
+    me = PlannedCase("ack/x.py::TestX::test[classic]", cls, "classic")
+    call = CaseCall(me, Deadline(0.2, pytest.fail), 0.2, lambda: [me])
+    return case_runner, case, state, call
 
 
 def _restart_elsewhere(path: str, after: str) -> None:
@@ -377,10 +366,10 @@ def test_a_rerun_cut_short_by_another_restart_is_an_error_naming_both(tmp_path: 
             return "half before, half after a restart"
         return scenario
 
-    case_runner, case, state, item = _runner(tmp_path, monkeypatch, [restarted_by("b"), restarted_by("c")])
-    with pytest.raises(pytest.fail.Exception, match="^error: not judged"):
-        case_runner.run_case(item, state, case, "classic", None)
-    rec = records.case_fields(item.stash[records.STASH_RESULT])
+    case_runner, case, state, call = _runner(tmp_path, monkeypatch, [restarted_by("b"), restarted_by("c")])
+    with pytest.raises(Ended, match="^error: not judged"):
+        case_runner.run_case(call, state, case)
+    rec = records.case_fields(call.result)
     assert rec["verdict"] == "error", rec
     assert "after b hung it" in rec["observed"] and "after c hung it" in rec["observed"] and "after b hung it" in rec["rerun"]
     assert hangs.read(path).running == () and state.dead_cause is None
@@ -395,10 +384,10 @@ def test_a_rerun_that_finds_the_broker_restarted_again_is_an_error(tmp_path: Pat
             raise ConnectionLost("connection reset by the restart")
         return scenario
 
-    case_runner, case, state, item = _runner(tmp_path, monkeypatch, [cut("b"), cut("c")])
-    with pytest.raises(pytest.fail.Exception, match="^error: not judged"):
-        case_runner.run_case(item, state, case, "classic", None)
-    rec = records.case_fields(item.stash[records.STASH_RESULT])
+    case_runner, case, state, call = _runner(tmp_path, monkeypatch, [cut("b"), cut("c")])
+    with pytest.raises(Ended, match="^error: not judged"):
+        case_runner.run_case(call, state, case)
+    rec = records.case_fields(call.result)
     assert rec["verdict"] == "error" and "after c hung it" in rec["observed"], rec
 
 
@@ -418,16 +407,16 @@ def test_the_rerun_runs_under_a_deadline_of_its_own(tmp_path: Path, monkeypatch:
             pass
         return "too late"
 
-    case_runner, case, state, item = _runner(tmp_path, monkeypatch, [hung_by_another, blocked])
-    assert deadline.set_timer(item, 0.2)  # type: ignore[arg-type]
+    case_runner, case, state, call = _runner(tmp_path, monkeypatch, [hung_by_another, blocked])
+    assert call.deadline.arm()
     started = time.monotonic()
     try:
-        with pytest.raises(pytest.fail.Exception, match="^error: "):
-            case_runner.run_case(item, state, case, "classic", None)
+        with pytest.raises(Ended, match="^error: "):
+            case_runner.run_case(call, state, case)
     finally:
-        item.cancel_timeout()  # type: ignore[attr-defined]
+        call.deadline.cancel()
     assert time.monotonic() - started < 2
-    rec = records.case_fields(item.stash[records.STASH_RESULT])
+    rec = records.case_fields(call.result)
     assert rec["verdict"] == "error" and rec["rerun"], rec
 
 
@@ -440,12 +429,12 @@ def test_the_wait_for_a_restart_under_way_is_not_the_case_s_time(tmp_path: Path,
             pass
         return begin(path, case_id)
 
-    case_runner, case, state, item = _runner(tmp_path, monkeypatch, [lambda ctx: "fine"],
+    case_runner, case, state, call = _runner(tmp_path, monkeypatch, [lambda ctx: "fine"],
                                              verdict=lambda obs, profile, qt: Verdict(Outcome.PASS, "x", obs))
     monkeypatch.setattr(case_runner.hangs, "begin", waits_for_a_restart)
-    item.mark = pytest.mark.timeout(5).mark  # the deadline counts the wait (the alarm is armed before it): not this test's point
-    case_runner.run_case(item, state, case, "classic", None)
-    rec = records.case_fields(item.stash[records.STASH_RESULT])
+    call.deadline = Deadline(5, pytest.fail)  # the deadline counts the wait (the alarm is armed before it): not this test's point
+    case_runner.run_case(call, state, case)
+    rec = records.case_fields(call.result)
     assert rec["verdict"] == "pass" and rec["lock_wait_s"] >= 0.3 and rec["duration_s"] < 0.3, rec
 
 
@@ -477,32 +466,32 @@ def _silent_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, others: tupl
             raise ConnectionLost("no answer")
         return "fine after the restart"
 
-    case_runner_, case, state, item = _runner(tmp_path, monkeypatch, [scenario, scenario],
+    case_runner_, case, state, call = _runner(tmp_path, monkeypatch, [scenario, scenario],
                                               verdict=lambda obs, profile, qt: Verdict(Outcome.PASS, "x", f"observed {obs}"))
     target = Counting(name="node")
     target.check_alive = lambda: "node does not answer on port 1"  # type: ignore[method-assign]
     state.target = target
     case.disrupts_broker = disrupts
-    return case_runner_, case, state, item, attempts
+    return case_runner_, case, state, call, attempts
 
 
 def test_a_silence_found_while_other_cases_ran_reruns_every_suspect_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A silent broker cannot say which of the cases under way stopped it: the case that noticed it
     first is not blamed; it runs again, alone, like the others (the one that stops it again is the finding)."""
-    case_runner, case, state, item, attempts = _silent_runner(tmp_path, monkeypatch, others=("ack/y.py::TestY::test[quorum]",))
-    case_runner.run_case(item, state, case, "classic", None)
-    rec = records.case_fields(item.stash[records.STASH_RESULT])
+    case_runner, case, state, call, attempts = _silent_runner(tmp_path, monkeypatch, others=("ack/y.py::TestY::test[quorum]",))
+    case_runner.run_case(call, state, case)
+    rec = records.case_fields(call.result)
     assert len(attempts) == 2 and rec["verdict"] == "pass", rec
     assert "each runs again alone" in rec["rerun"] and "ack/y.py::TestY::test[quorum]" in rec["rerun"]
-    assert any(e["op"] == "lock" and "exclusively" in e["detail"] for e in rec["history"] or []) or "broker held exclusively" in item.stash[records.STASH_RESULT].history_text
+    assert any(e["op"] == "lock" and "exclusively" in e["detail"] for e in rec["history"] or []) or "broker held exclusively" in call.result.history_text
     assert len(hangs.read(str(tmp_path / "health")).restarts) == 1
 
 
 def test_a_silence_found_by_a_case_that_ran_alone_is_its_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A case holding the broker alone (a rerun, or one that restarts or kills it): the cases waiting
     for the lock were not under way, so the hang is this case's."""
-    case_runner, case, state, item, attempts = _silent_runner(tmp_path, monkeypatch, others=("ack/y.py::TestY::test[quorum]",), disrupts=True)
-    with pytest.raises(pytest.fail.Exception, match="broker stopped answering"):
-        case_runner.run_case(item, state, case, "classic", None)
-    rec = records.case_fields(item.stash[records.STASH_RESULT])
+    case_runner, case, state, call, attempts = _silent_runner(tmp_path, monkeypatch, others=("ack/y.py::TestY::test[quorum]",), disrupts=True)
+    with pytest.raises(Ended, match="broker stopped answering"):
+        case_runner.run_case(call, state, case)
+    rec = records.case_fields(call.result)
     assert len(attempts) == 1 and rec["verdict"] == "fail" and "also under way" not in rec["observed"], rec

@@ -4,7 +4,6 @@ same fields it always had. Synthetic facts, no broker: the end-to-end runs check
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,7 +15,7 @@ from conformance.catalogue.requirements import requirement
 from conformance.kit.history import History
 from conformance.kit.verdicts import Outcome, Verdict
 from conformance.runner import records
-from conformance.runner.shared_faults import XDIST_GROUP
+from conformance.runner.shared_faults import GROUP, PlannedCase
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,9 +28,8 @@ DECIDED = {"adapter", "adapter_library", "area", "attempt", "case_id", "catalogu
 UNDECIDED = DECIDED - {"citation", "duration_s", "history", "lock_wait_s", "observations", "unsupported_kind", "variant", "wire_trace"}
 
 
-def _item(nodeid: str = "ack/test_basic_ack.py::TestX::test[classic]", **params: Any) -> Any:
-    cls = all_cases()[0]
-    return SimpleNamespace(nodeid=nodeid, stash={}, cls=cls, instance=cls(), callspec=SimpleNamespace(params={"queue_type": "classic", **params}))
+def _item(nodeid: str = "ack/test_basic_ack.py::TestX::test[classic]", attempt: int | None = None) -> PlannedCase:
+    return PlannedCase(nodeid, all_cases()[0], "classic", None, attempt)
 
 
 def _state(**kw: Any) -> Any:
@@ -42,25 +40,24 @@ def _state(**kw: Any) -> Any:
 
 def _decided(item: Any, v: Verdict, **kw: Any) -> records.Result:
     req = requirement(item.cls.requirement)
-    return records.decided(item, req, "amqp-0-9-1", "classic", None, v, duration_s=0.123456, lock_wait_s=0.0001, **kw)
+    return records.decided(req, "amqp-0-9-1", "classic", None, v, duration_s=0.123456, lock_wait_s=0.0001, **kw)
 
 
 def test_a_decided_case_s_record_has_every_field_it_always_had() -> None:
     item = _item()
     result = _decided(item, Verdict(Outcome.FAIL, "e", "o", spec="fail", reason="r", citation="c"), observations={"x": 1})
-    assert item.stash[records.STASH_RESULT] is result
-    rec = records.record(item, _state(), result, outcome="failed", longrepr="")
+    rec = records.record(item, _state(), result, outcome="failed", longrepr="", worker="main")
     assert set(rec) == DECIDED
     assert (rec["verdict"], rec["spec_verdict"], rec["vendor_verdict"], rec["unsupported_kind"]) == ("fail", "fail", "fail", None)
     assert (rec["duration_s"], rec["lock_wait_s"], rec["observations"], rec["attempt"]) == (0.1235, 0.0001, {"x": 1}, 1)
     assert rec["target"] == rec["target_url"] == "amqp://u:***@127.0.0.1:5672/%2F"
-    assert rec["level"] == requirement(item.cls.requirement).level_for("amqp-0-9-1") and rec["worker"] == os.environ.get("PYTEST_XDIST_WORKER", "main")
+    assert rec["level"] == requirement(item.cls.requirement).level_for("amqp-0-9-1") and rec["worker"] == "main"
 
 
 def test_an_interrupted_case_s_record_has_only_what_its_report_says() -> None:
     item = _item()
     result = records.undecided(item, "amqp-0-9-1", "Timeout: case deadline 30s reached in basic.get: no basic.get-ok after 30.0s")
-    rec = records.record(item, _state(), result, outcome="failed", longrepr="Traceback ...\nFailed: Timeout")
+    rec = records.record(item, _state(), result, outcome="failed", longrepr="Traceback ...\nFailed: Timeout", worker="gw1")
     assert set(rec) == UNDECIDED | {"traceback"}
     assert (rec["verdict"], rec["spec_verdict"], rec["vendor_verdict"], rec["reason"]) == ("error", "n/a", "n/a", "case did not reach a verdict")
     assert records.sections(result)[0] == ("expected vs observed", f"Expected: {rec['expected']}\nActual:   {rec['observed']}")
@@ -82,9 +79,9 @@ def test_history_and_trace_are_kept_for_a_case_that_did_not_pass_and_a_rerun_is_
 
 
 def test_the_case_id_is_the_same_for_every_repetition_and_any_number_of_workers() -> None:
-    item = _item(f"ack/test_basic_ack.py::TestX::test[classic-{records.ATTEMPT_ID}2]@{XDIST_GROUP}", conformance_attempt=2)
+    item = _item(f"ack/test_basic_ack.py::TestX::test[classic-{records.ATTEMPT_ID}2]@{GROUP}", attempt=2)
     result = _decided(item, Verdict(Outcome.PASS, "e", "o"))
-    rec = records.record(item, _state(), result, outcome="passed", longrepr="")
+    rec = records.record(item, _state(), result, outcome="passed", longrepr="", worker="main")
     assert (rec["case_id"], rec["attempt"]) == ("ack/test_basic_ack.py::TestX::test[classic]", 2)
     in_a_pack = dataclasses.replace(result.requirement, pack="stomp")  # its file is named relative to the pack's folder
     assert records.case_id(item, in_a_pack) == "stomp/ack/test_basic_ack.py::TestX::test[classic]"

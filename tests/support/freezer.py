@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import pytest
 
 from conformance.kit.history import History
-from conformance.runner.state import state_of
+from conformance.pytest_plugin.stash import state_of
 
 
 def _freeze(config: pytest.Config) -> None:
