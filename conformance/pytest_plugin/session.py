@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from conformance.errors import UsageError
+from conformance.pytest_plugin.stash import STATE_KEY, state_of
 from conformance.runner import lifecycle
 from conformance.runner.options import PYTEST_OPTIONS
 from conformance.secrets import scrub
-from conformance.pytest_plugin.stash import STATE_KEY, state_of
 
 
 def option_values(config: pytest.Config) -> dict[str, Any]:

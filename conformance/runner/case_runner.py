@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Literal, NoReturn, Sequence
+from typing import Any, Literal, NoReturn
 
 from conformance.runner import allure
 from conformance.kit.case import Case, CaseContext

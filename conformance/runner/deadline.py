@@ -20,7 +20,8 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from typing import Callable, NoReturn
+from collections.abc import Callable
+from typing import NoReturn
 
 #: How often the alarm repeats after the deadline until the runner catches it (see the docstring).
 REFIRE_S = 0.05

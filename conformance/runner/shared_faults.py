@@ -20,8 +20,8 @@ pytest plugin makes from its collected items.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from conformance.kit.case import Case, CaseContext, Obs, Settled
 from conformance.nemesis.kinds import KILL, RESTART, broker_kind, strike
