@@ -104,6 +104,6 @@ def delivery_obs(d: Delivery) -> Obs:
 class CaseContext(BrokerFaults, Proxies, Cleanup):
     """What a scenario drives the broker with: connections, queues, barriers. The generator's toolbox.
 
-    Its parts live in modules of their own (conformance.context_*): connections, proxies, queues
+    Its parts live in modules of their own (conformance.kit.context.*): connections, proxies, queues
     and messages, waits and barriers, broker faults, cleanup. All build on
     :class:`conformance.kit.context.state.ContextState`, whose constructor this is."""
