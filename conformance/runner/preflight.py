@@ -71,7 +71,7 @@ def run_preflight(adapter: Adapter, url: str, timeout: float = CHECK_TIMEOUT_S) 
     state: dict[str, Any] = {}
     conn: Connection | None = None
     body = f"conformance preflight {uuid.uuid4().hex[:8]}".encode()
-    q = f"conformance.runner.preflight.{uuid.uuid4().hex[:8]}"
+    q = f"conformance.preflight.{uuid.uuid4().hex[:8]}"
 
     def open_channel() -> str:
         nonlocal conn
