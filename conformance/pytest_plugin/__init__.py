@@ -1,4 +1,4 @@
-"""pytest integration: target and profile options, the case runner fixture, result records, Allure.
+"""pytest integration: the thin shell over conformance.runner (options, hooks, fixtures, selection, reporting).
 
 Load with ``-p conformance.pytest_plugin`` (``conformance run`` does). The controller process
 launches the target (if a launcher was named) and hands its URL to xdist workers; every process

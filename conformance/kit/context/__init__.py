@@ -1,1 +1,2 @@
-"""conformance/kit/context"""
+"""The parts of a case's context (``conformance.kit.case.CaseContext``), one module each: state,
+connections, proxies, queues and messages, waits and barriers, broker faults, cleanup."""
