@@ -313,8 +313,9 @@ def adapter_for(scheme: str, preferred: str | None = None) -> type[Adapter]:
     from conformance.errors import UsageError
 
     if preferred:  # only the named plugin is imported: a broken one nobody selected cannot abort a run
-        from conformance.plugins import load_one
         from importlib.metadata import entry_points
+
+        from conformance.plugins import load_one
 
         chosen = load_one(ADAPTER_GROUP, preferred)
         if chosen is None:

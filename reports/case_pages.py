@@ -19,8 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reports.schema import VERDICTS
 from conformance import unsupported
+from reports.schema import VERDICTS
 
 #: The folder of the pages inside the report folder (relative links keep the report one offline folder).
 PAGES_DIR = "cases"
@@ -88,8 +88,8 @@ pre{white-space:pre-wrap;background:#fafafa;border:1px solid #eee;padding:.4em;f
 
 def render_page(cell: dict[str, Any], title: str, cases: list[dict[str, Any]]) -> str:
     """The HTML of one cell's page: a header naming the cell, then per case the explain sections."""
-    from conformance.catalogue.requirements import catalogue
     from conformance.catalogue.explain import sections
+    from conformance.catalogue.requirements import catalogue
 
     reqs = catalogue()
     e = html.escape

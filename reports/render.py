@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reports.case_pages import page_path
-from reports.schema import LEVELS, VERDICTS
 from conformance import unsupported
 from conformance.runner.judged import NOT_JUDGED
+from reports.case_pages import page_path
+from reports.schema import LEVELS, VERDICTS
 
 TEMPLATES = Path(__file__).with_name("templates")
 PROBLEM_VERDICTS = ("fail", "error", "blocked", "deviation")

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pamqp import body as pamqp_body, commands, frame as pamqp_frame
+from pamqp import body as pamqp_body
+from pamqp import commands
+from pamqp import frame as pamqp_frame
 
 from conformance.nemesis.faults import Sender
 from conformance.nemesis.mutations import Mutator, naming, operator

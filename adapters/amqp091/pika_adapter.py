@@ -32,7 +32,15 @@ from conformance.api import (
     ServerInfo,
     Session,
 )
-from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, NoReply, OperationTimeout, PublishNotConfirmed, Unsupported
+from conformance.errors import (
+    AdapterError,
+    ChannelClosed,
+    ConnectionLost,
+    NoReply,
+    OperationTimeout,
+    PublishNotConfirmed,
+    Unsupported,
+)
 from conformance.runner.inflight import inflight
 
 # pika logs every socket failure at ERROR with a traceback; this adapter translates each of those

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 import struct
 
-from pamqp import commands, frame as pamqp_frame
+from pamqp import commands
+from pamqp import frame as pamqp_frame
 
 from conformance.nemesis.wire import BufferedCodec, Frame, MalformedFrame
 

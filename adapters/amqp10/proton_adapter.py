@@ -27,8 +27,8 @@ through :mod:`adapters.amqp10.admin` (AMQP 1.0 has no queue.declare).
 from __future__ import annotations
 
 import collections
-import os
 import itertools
+import os
 import socket
 import struct
 import time
@@ -36,9 +36,11 @@ import uuid
 from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from proton import SSL, Condition, Data, Delivery as PnDelivery, Described, Endpoint, Handler, Link, Message, SSLDomain, Terminus, symbol, ulong
+from proton import SSL, Condition, Data, Described, Endpoint, Handler, Link, Message, SSLDomain, Terminus, symbol, ulong
+from proton import Delivery as PnDelivery
 from proton.reactor import Container
 
+from adapters.amqp10.admin import QueueAdmin, admin_for
 from conformance.api import (
     AckMode,
     AckScope,
@@ -51,8 +53,16 @@ from conformance.api import (
     ServerInfo,
     Session,
 )
-from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout, ProtocolViolation, SettlementRefused, TargetCannot, Unsupported
-from adapters.amqp10.admin import QueueAdmin, admin_for
+from conformance.errors import (
+    AdapterError,
+    ChannelClosed,
+    ConnectionLost,
+    OperationTimeout,
+    ProtocolViolation,
+    SettlementRefused,
+    TargetCannot,
+    Unsupported,
+)
 
 OP_TIMEOUT_S = 30.0
 #: Credit window of a receiver without a prefetch (AMQP 0-9-1's "unlimited"), topped up at half.

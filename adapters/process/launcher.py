@@ -26,8 +26,8 @@ from urllib.parse import quote
 from adapters.process.definition import Definition, load_definition, render
 from adapters.process.handshake import PROBES
 from conformance.errors import TargetError
-from conformance.secrets import SecretUrl, register_url
 from conformance.runner.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
+from conformance.secrets import SecretUrl, register_url
 from conformance.targets import Target, free_port, wait_until
 
 STATE = "target.json"

@@ -38,13 +38,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from conformance import yamlio
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from conformance.errors import UsageError
+from conformance import yamlio
 from conformance.catalogue.profile_keys import entry_problem
+from conformance.errors import UsageError
 from conformance.unsupported import CANNOT_EXPRESS, REFUSED
 
 #: The top-level keys a profile file may have.

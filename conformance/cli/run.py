@@ -41,8 +41,8 @@ def add_parser(sub: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     import pytest
 
-    from conformance.runner import run_folder
     from conformance.pytest_plugin.progress import ProgressPlugin
+    from conformance.runner import run_folder
     from conformance.runner.progress import Console
     from conformance.runner.results import read_results, read_run
 

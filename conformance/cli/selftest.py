@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from conformance.catalogue.requirements import catalogue
 from conformance.errors import UsageError
 from conformance.nemesis.mutations import Expectation, Mutation, available, expectations, make
-from conformance.runner.results import read_results, read_run
 from conformance.nemesis.spare_node import SpareNode
+from conformance.runner.results import read_results, read_run
 
 if TYPE_CHECKING:
     from conformance.runner.options import Option

@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import Callable, ClassVar
 
 from conformance.api import Delivery
+from conformance.catalogue.profiles import Profile
 from conformance.kit.context.cleanup import Cleanup
 from conformance.kit.context.faults import BrokerFaults
 from conformance.kit.context.proxies import Proxies
 from conformance.kit.context.state import WAIT_S, Obs, ScenarioVoid, sentinel_body
-from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict
 from conformance.nemesis.kinds import FaultKind, broker_kind
 

@@ -21,9 +21,9 @@ import itertools
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
-from conformance.catalogue.requirements import requirement
-from conformance.catalogue.profiles import Entry, Profile
 from conformance.catalogue.profile_keys import profile_keys
+from conformance.catalogue.profiles import Entry, Profile
+from conformance.catalogue.requirements import requirement
 from conformance.kit.verdicts import Outcome, Verdict, fmt, undocumented
 
 Check = Callable[[Mapping[str, Any]], Verdict]

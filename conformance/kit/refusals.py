@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.errors import ChannelClosed, ProtocolViolation, Unsupported
-from conformance.unsupported import CANNOT_EXPRESS, REFUSED
 from conformance.kit.verdicts import Outcome, Verdict
+from conformance.unsupported import CANNOT_EXPRESS, REFUSED
 
 #: AMQP 0-9-1's reply code for "not implemented" (AMQP 1.0's amqp:not-implemented maps to it).
 NOT_IMPLEMENTED = 540

@@ -19,8 +19,16 @@ import uuid
 from typing import Any, Callable, cast
 
 from conformance.api import AckMode, Connection, Delivery, Session
+from conformance.errors import (
+    ChannelClosed,
+    ConnectionLost,
+    DeliveriesMissing,
+    OperationTimeout,
+    PublishNotConfirmed,
+    TargetCannot,
+    TargetError,
+)
 from conformance.kit.case import sentinel_body
-from conformance.errors import ChannelClosed, ConnectionLost, DeliveriesMissing, OperationTimeout, PublishNotConfirmed, TargetCannot, TargetError
 from conformance.nemesis.kinds import NODE_KILL, ClusterOps
 
 #: Bound on bringing a killed node back (boot and rejoin on a busy 2-core machine).

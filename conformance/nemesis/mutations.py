@@ -248,8 +248,8 @@ def expectations(path: Path = EXPECTATIONS_FILE) -> dict[str, Expectation]:
 
 
 def _expectations_of(path: Path) -> dict[str, Expectation]:
-    from conformance.catalogue.requirements import requirement
     from conformance.catalogue.packs import active as active_packs
+    from conformance.catalogue.requirements import requirement
 
     try:
         raw: Any = yamlio.safe_load(path.read_text())

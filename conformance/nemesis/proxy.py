@@ -30,7 +30,8 @@ from typing import Any, Callable, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from conformance.nemesis.faults import Action, Fault, Moment, Sender
-from conformance.nemesis.mutations import Mutation, Mutator, Probe, alters, make as make_mutation
+from conformance.nemesis.mutations import Mutation, Mutator, Probe, alters
+from conformance.nemesis.mutations import make as make_mutation
 from conformance.nemesis.wire import Codec, Frame, MalformedFrame, codec_for_any
 
 READ_CHUNK = 256 * 1024

@@ -26,8 +26,9 @@ The runner (conformance.runner) imports no pytest: the plugin hands it plain val
 from __future__ import annotations
 
 from conformance.pytest_plugin.fixtures import conformance_attempt, conformance_case, pytest_generate_tests, queue_type, variant
+from conformance.pytest_plugin.options import pytest_addoption
 from conformance.pytest_plugin.reporting import pytest_runtest_makereport
-from conformance.runner.records import ATTEMPT_ID, case_id
+from conformance.pytest_plugin.selection import pytest_collection_modifyitems, pytest_timeout_set_timer
 from conformance.pytest_plugin.session import (
     pytest_configure,
     pytest_configure_node,
@@ -37,10 +38,9 @@ from conformance.pytest_plugin.session import (
     pytest_sessionstart,
     pytest_unconfigure,
 )
-from conformance.pytest_plugin.options import pytest_addoption
 from conformance.pytest_plugin.stash import STASH_RESULT, STATE_KEY
+from conformance.runner.records import ATTEMPT_ID, case_id
 from conformance.runner.state import RunState
-from conformance.pytest_plugin.selection import pytest_collection_modifyitems, pytest_timeout_set_timer
 
 #: Everything pytest must find here (hooks and fixtures), and the names other code may import.
 __all__ = [

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from conformance.kit.case import Case
 from conformance.catalogue.requirements import requirement
+from conformance.kit.case import Case
 from conformance.pytest_plugin.stash import DEADLINE, planned
 from conformance.runner import shared_faults
 from conformance.runner.deadline import Deadline

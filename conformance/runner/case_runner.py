@@ -13,29 +13,39 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from conformance.runner import allure
-from conformance.kit.case import Case, CaseContext
 from conformance.catalogue.capabilities import applicability, fault_applicability
 from conformance.catalogue.requirements import Requirement, requirement
-from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, DeliveriesMissing, ProtocolViolation, TargetError, Unsupported
-from conformance.kit.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
+from conformance.errors import (
+    ChannelClosed,
+    ConformanceError,
+    ConnectionLost,
+    DeliveriesMissing,
+    ProtocolViolation,
+    TargetError,
+    Unsupported,
+)
+from conformance.kit.case import Case, CaseContext
 from conformance.kit.history import History
-from conformance.runner import deadline
-from conformance.runner import inflight
-from conformance.runner import liveness
-from conformance.runner import records
-from conformance.runner import preflight
-from conformance.runner import shared_faults  # one broker fault shared by the disruptive cases
-from conformance.runner import hangs
-from conformance.runner.missing_deliveries import missing_obs
-from conformance.nemesis.mutations import alters
-from conformance.targets import probe_tcp, redact
-from conformance.unsupported import CANNOT_EXPRESS, NO_FAULT
-from conformance.nemesis.kinds import FaultKind
+from conformance.kit.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
 from conformance.kit.verdicts import Outcome, Verdict, apply_profile
+from conformance.nemesis.kinds import FaultKind
+from conformance.nemesis.mutations import alters
+from conformance.runner import (
+    allure,
+    deadline,
+    hangs,
+    inflight,
+    liveness,
+    preflight,
+    records,
+    shared_faults,  # one broker fault shared by the disruptive cases
+)
+from conformance.runner.missing_deliveries import missing_obs
 from conformance.runner.records import Result
 from conformance.runner.shared_faults import PlannedCase
 from conformance.runner.state import RunState
+from conformance.targets import probe_tcp, redact
+from conformance.unsupported import CANNOT_EXPRESS, NO_FAULT
 
 
 class Ended(BaseException):

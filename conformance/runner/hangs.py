@@ -28,12 +28,12 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
-from conformance.runner import deadline
 from conformance.errors import NoReply
 from conformance.kit.history import History
+from conformance.kit.verdicts import Outcome, Verdict
+from conformance.runner import deadline
 from conformance.runner.liveness import operation_of
 from conformance.targets import Target
-from conformance.kit.verdicts import Outcome, Verdict
 
 #: Restarts one run may need before it stops judging: a broker that hangs this often is the finding.
 MAX_RESTARTS = 3

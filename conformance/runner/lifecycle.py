@@ -21,24 +21,20 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import conformance
-from conformance.runner import allure
 from conformance.api import Adapter, adapter_for
-from conformance.catalogue.requirements import catalogue_digest
-from conformance.errors import ConformanceError, NoReply, OperationTimeout, TargetError, UsageError
-from conformance.runner import preflight
 from conformance.catalogue import packs
 from conformance.catalogue.packs import Pack
-from conformance.runner import judged
-from conformance.runner import records
-from conformance.runner import hangs
-from conformance.nemesis.cluster import merge_mutation_stats, mutated_node_urls
 from conformance.catalogue.profiles import select_profile
+from conformance.catalogue.requirements import catalogue_digest
+from conformance.errors import ConformanceError, NoReply, OperationTimeout, TargetError, UsageError
+from conformance.nemesis.cluster import merge_mutation_stats, mutated_node_urls
 from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
+from conformance.runner import allure, hangs, judged, preflight, records
+from conformance.runner.options import check
 from conformance.runner.results import ResultsWriter, read_results, read_run
+from conformance.runner.state import RunState
 from conformance.secrets import SecretUrl, register_url, scrub
 from conformance.targets import Target, attach_target, make_target, redact
-from conformance.runner.options import check
-from conformance.runner.state import RunState
 
 
 def abort_record(results_dir: str | None, cause: str) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 import time
+from pathlib import Path
 
 import pytest
 

@@ -17,8 +17,8 @@ from conformance.errors import TargetError, UsageError
 from conformance.runner.results import read_results, read_run
 from conformance.runner.supervisor import marked_pids
 from conformance.targets import available_launchers, make_target
-from tests.support.kill_loss import unexplained
 from tests.e2e.test_e2e_rabbitmq import run_cli
+from tests.support.kill_loss import unexplained
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "adapters").glob("*/targets/*.yaml"))

@@ -159,8 +159,8 @@ def _broken_adapter() -> Any:
 
 
 def test_adapter_check_passes_for_stomp(activemq: Any) -> None:
-    from conformance.cli.adapter_check import check
     from conformance.api import adapters
+    from conformance.cli.adapter_check import check
 
     results = check(adapters()["stomp"](), activemq.url)
     assert [r.line() for r in results if r.outcome == "broken"] == []

@@ -12,9 +12,9 @@ import pytest
 from adapters.amqp091.pika_adapter import PikaAdapter
 from adapters.amqp10.proton_adapter import ProtonAdapter
 from conformance.catalogue.capabilities import applicability, check_names, vocabulary
+from conformance.catalogue.profiles import parse_profile
 from conformance.catalogue.requirements import _parse_area, catalogue
 from conformance.errors import UsageError
-from conformance.catalogue.profiles import parse_profile
 
 BASE = {"id": "x", "match": {"product": "X", "protocols": ["p"]}}
 
@@ -94,8 +94,8 @@ def test_only_the_selected_adapter_is_loaded_and_validated(monkeypatch: pytest.M
 def test_new_adapter_writes_a_skeleton_whose_entry_points_and_profile_load(tmp_path: Path) -> None:
     import tomllib
 
-    from conformance.cli.new_adapter import write_skeleton
     from conformance.catalogue.profiles import load_profile_file
+    from conformance.cli.new_adapter import write_skeleton
 
     root = write_skeleton("inhouse", tmp_path)
     meta = tomllib.loads((root / "pyproject.toml").read_text())

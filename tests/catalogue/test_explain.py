@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conformance.catalogue.explain import TARGET_ENV, rerun, select_records, sections
+from conformance.catalogue.explain import TARGET_ENV, rerun, sections, select_records
 from conformance.errors import UsageError
 from tests.conftest import ROOT, conformance_cmd
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conformance.catalogue.profile_keys import profile_keys
+from conformance.catalogue.profiles import bundled_profiles, parse_profile
 from conformance.catalogue.requirements import catalogue
 from conformance.errors import UsageError
-from conformance.catalogue.profiles import bundled_profiles, parse_profile
-from conformance.catalogue.profile_keys import profile_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 #: A dotted, lower-case profile key as a string literal (plain or the fixed head of an f-string).

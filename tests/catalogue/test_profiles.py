@@ -10,8 +10,8 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from conformance.errors import UsageError
 from conformance.catalogue.profiles import bundled_profiles, load_profile_file, select_profile
+from conformance.errors import UsageError
 
 
 def test_every_profile_entry_has_a_citation() -> None:

@@ -10,9 +10,9 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from conformance.catalogue.requirements import catalogue
-from conformance.catalogue.profiles import bundled_profiles, select_profile
 from conformance.catalogue.profile_keys import profile_keys
+from conformance.catalogue.profiles import bundled_profiles, select_profile
+from conformance.catalogue.requirements import catalogue
 from conformance.kit.verdicts import Outcome
 from tests.verdicts.examples import CASES
 from tests.verdicts.test_dlx import LAST_ABSENT

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from conformance.catalogue.requirements import _parse_area, catalogue, check_levels
-from conformance.errors import UsageError
 from conformance.catalogue.rules import KEYWORDS, PROTOCOLS, all_rules, load_rules
+from conformance.errors import UsageError
 
 
 def test_rule_files_load_with_ids_keywords_and_quotes() -> None:

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from conformance.catalogue.rules import all_rules
 from conformance.catalogue.rule_source import check, excerpt_path, extract, main
+from conformance.catalogue.rules import all_rules
 
 
 def test_the_shipped_excerpt_keeps_the_licence_and_its_provenance() -> None:

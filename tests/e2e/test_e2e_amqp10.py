@@ -7,9 +7,9 @@ from pathlib import Path
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cases import all_cases
+from conformance.catalogue.profiles import select_profile
 from conformance.catalogue.requirements import catalogue
 from conformance.cli import EXIT_OK
-from conformance.catalogue.profiles import select_profile
 from conformance.runner.results import read_results, read_run
 from tests.e2e.test_e2e_rabbitmq import run_cli
 

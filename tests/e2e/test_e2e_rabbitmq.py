@@ -16,9 +16,9 @@ import pytest
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.cases import all_cases
-from conformance.catalogue.requirements import catalogue
-from conformance.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, exit_code, pytest_args, build_parser
 from conformance.catalogue.profiles import select_profile
+from conformance.catalogue.requirements import catalogue
+from conformance.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, build_parser, exit_code, pytest_args
 from conformance.runner.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
 from tests.support.kill_loss import lost_to_kill

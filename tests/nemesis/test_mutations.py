@@ -11,15 +11,18 @@ import subprocess
 from typing import Any, Callable
 
 import pytest
-from pamqp import body as pbody, commands, frame as pframe, header as pheader
+from pamqp import body as pbody
+from pamqp import commands
+from pamqp import frame as pframe
+from pamqp import header as pheader
 
-from conformance.nemesis import mutations
+from adapters.amqp091.wire import Amqp091Codec
+from adapters.amqp10.wire import Amqp10Codec
 from conformance.errors import UsageError
+from conformance.nemesis import mutations
 from conformance.nemesis.faults import Sender
 from conformance.nemesis.mutations import Probe, available, expectations, make
 from conformance.nemesis.wire import Frame
-from adapters.amqp091.wire import Amqp091Codec
-from adapters.amqp10.wire import Amqp10Codec
 from tests.conftest import conformance_cmd
 
 C, S = Sender.CLIENT, Sender.SERVER

@@ -15,6 +15,8 @@ import uuid
 import pytest
 
 from adapters.amqp091.pika_adapter import PikaAdapter
+from adapters.amqp091.wire import Amqp091Codec
+from adapters.amqp10.wire import Amqp10Codec
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.api import QueueSpec
 from conformance.errors import ConnectionLost
@@ -22,9 +24,6 @@ from conformance.nemesis.faults import Action, Fault, Moment, Sender, cut
 from conformance.nemesis.proxy import FaultProxy, ProxyBase
 from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
 from conformance.nemesis.wire import MalformedFrame
-from adapters.amqp091.wire import Amqp091Codec
-from adapters.amqp10.wire import Amqp10Codec
-
 
 KINDS = {"thread": FaultProxy, "process": IsolatedFaultProxy}
 

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from conformance.api import QueueStats
-from conformance.kit.context.faults import BrokerFaults
 from conformance.errors import ChannelClosed, OperationTimeout
+from conformance.kit.context.faults import BrokerFaults
 from conformance.kit.history import History
 
 NOT_FOUND = "NOT_FOUND - no queue 'q' in vhost '/'"

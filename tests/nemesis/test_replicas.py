@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from adapters.rabbitmq.launcher import parse_quorum_status
+from conformance.errors import QueueUnavailable
 from conformance.kit.context import faults
 from conformance.kit.context.faults import BrokerFaults
-from conformance.errors import QueueUnavailable
 from conformance.kit.history import History
 from conformance.nemesis.replicas import reading
 from conformance.targets import Replica

@@ -13,27 +13,25 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from conformance.runner import hangs
-from conformance.runner import records
-from conformance.runner import shared_faults
-from conformance.runner.case_runner import CaseCall, Ended
-from conformance.runner.deadline import Deadline
-from conformance.runner.shared_faults import PlannedCase
 from conformance.cases import all_cases
 from conformance.catalogue.requirements import requirement
 from conformance.cli import build_parser, pytest_args
 from conformance.errors import ConnectionLost, NoReply
 from conformance.kit.history import History
-from conformance.runner.results import read_results, read_run
-from conformance.targets import ExternalTarget, Target
 from conformance.kit.verdicts import Outcome, Verdict
+from conformance.runner import hangs, records, shared_faults
+from conformance.runner.case_runner import CaseCall, Ended
+from conformance.runner.deadline import Deadline
+from conformance.runner.results import read_results, read_run
+from conformance.runner.shared_faults import PlannedCase
+from conformance.targets import ExternalTarget, Target
 from tests.conftest import ROOT
 from tests.reports.test_reports import rec, run_dir, spark  # noqa: F401 - spark: the module's shared session fixture
 

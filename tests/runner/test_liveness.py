@@ -15,18 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pamqp import body as pbody, commands, header as pheader
+from pamqp import body as pbody
+from pamqp import commands
+from pamqp import header as pheader
 
 from adapters.amqp091.pika_adapter import PikaAdapter
-from conformance.runner import inflight
-from conformance.runner import liveness
-from conformance.runner import missing_deliveries
-from conformance.runner import preflight
 from conformance.catalogue.requirements import requirement
 from conformance.errors import DeliveriesMissing, NoReply
+from conformance.kit.verdicts import Outcome
 from conformance.nemesis.mutations import expectations
 from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
-from conformance.kit.verdicts import Outcome
+from conformance.runner import inflight, liveness, missing_deliveries, preflight
 from tests.conftest import conformance_cmd
 from tests.nemesis.test_mutations import IO, C, S, decoded, deliver, frames091, run
 

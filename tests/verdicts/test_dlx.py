@@ -10,7 +10,6 @@ from typing import Any
 
 from tests.verdicts.examples import P43, P313, QQ, RABBIT, Example, bad, dev, everywhere, ok, verdict_tests, with_
 
-
 Q, DLQ = "dlx-src", "dlx-dlq"
 C1, C2 = "dlx-c1", "dlx-c2"
 TIME = "2026-11-21 10:00:00"

@@ -27,7 +27,6 @@ from tests.verdicts.examples import (
     with_,
 )
 
-
 SRC = "limit-src"
 
 

@@ -28,7 +28,6 @@ from tests.verdicts.examples import (
     with_,
 )
 
-
 PIDS = ["persistent-1", "persistent-2", "persistent-3"]
 TRANSIENT, CONTROL = ["transient-1", "transient-2"], ["persistent-1"]
 

@@ -24,7 +24,6 @@ from tests.verdicts.examples import (
     with_,
 )
 
-
 PREFETCH_N, PREFETCH_M = 3, 12
 ACK_PATTERN = ((1, False), (2, True), (3, True), (1, False))
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conformance.catalogue.profiles import load_profile_file, select_profile
 from conformance.catalogue.requirements import Reference, Requirement, check_references, requirement
 from conformance.errors import UsageError
-from conformance.catalogue.profiles import load_profile_file, select_profile
 from conformance.kit.verdicts import Outcome
 from tests.verdicts.examples import CASES, RABBIT, connection_closed
 from tests.verdicts.test_ack import requeue_nack

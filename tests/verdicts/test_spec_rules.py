@@ -7,7 +7,19 @@ from __future__ import annotations
 
 import pytest
 
-from tests.verdicts.examples import BASELINE, OPEN, RABBIT, Example, assert_fails, assert_passes, channel_406, d, first, soft, with_
+from tests.verdicts.examples import (
+    BASELINE,
+    OPEN,
+    RABBIT,
+    Example,
+    assert_fails,
+    assert_passes,
+    channel_406,
+    d,
+    first,
+    soft,
+    with_,
+)
 
 PROFILES = (RABBIT, BASELINE)
 

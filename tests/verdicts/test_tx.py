@@ -9,7 +9,22 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.kit.verdicts import Outcome, apply_profile
-from tests.verdicts.examples import BASELINE, CASES, OPEN, RABBIT, Example, again, channel_406, connection_closed, first, msgs, soft, under_rabbit_and_baseline, verdict_tests, with_
+from tests.verdicts.examples import (
+    BASELINE,
+    CASES,
+    OPEN,
+    RABBIT,
+    Example,
+    again,
+    channel_406,
+    connection_closed,
+    first,
+    msgs,
+    soft,
+    under_rabbit_and_baseline,
+    verdict_tests,
+    with_,
+)
 
 T = ["t1", "t2", "t3"]
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from conformance.catalogue.profiles import Documented, bundled_profiles, parse_profile, select_profile
 from conformance.catalogue.requirements import requirement
 from conformance.errors import ChannelClosed, ProtocolViolation, TargetCannot, Unsupported, UsageError
-from conformance.catalogue.profiles import Documented, bundled_profiles, parse_profile, select_profile
 from conformance.kit.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
-from conformance.unsupported import CANNOT_EXPRESS, KINDS, NO_FAULT, REFUSED, label, tally
 from conformance.kit.verdicts import Outcome
+from conformance.unsupported import CANNOT_EXPRESS, KINDS, NO_FAULT, REFUSED, label, tally
 from tests.verdicts.examples import CASES
 
 RABBIT = select_profile("RabbitMQ", "3.10.8", "amqp-0-9-1")

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Callable
 
 from conformance.api import Delivery, Session
+from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import accepted, all_redelivered, channel_closed_with, returned_exactly
-from conformance.catalogue.profiles import Profile
 from conformance.kit.scenarios import one_held
 from conformance.kit.verdicts import Verdict, first_failure
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.checkers import channel_closed_with
-from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict, first_failure, holds
 
 ACCESS_REFUSED = 403

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import all_redelivered, returned_exactly
-from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict, first_failure
 
 

@@ -7,9 +7,9 @@ view of which deliveries that acknowledgement covered.
 from __future__ import annotations
 
 from conformance.api import AckScope
+from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import all_redelivered, returned_exactly
-from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict, first_failure
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance.kit.case import Case, CaseContext, Obs
 from conformance.catalogue.profiles import Profile
+from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.verdicts import Verdict, holds
 
 

@@ -6,9 +6,9 @@ so "came back" and "did not come back" are both decided, never sampled.
 
 from __future__ import annotations
 
+from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import all_redelivered, returned_exactly
-from conformance.catalogue.profiles import Profile
 from conformance.kit.redelivery import describe, expectation, is_amqp10, signal_of, wrong_on_first
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from conformance.kit.case import Case, CaseContext, Obs
 from conformance.catalogue.profiles import Profile
+from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.reference import judge
 from conformance.kit.verdicts import Verdict, same
 

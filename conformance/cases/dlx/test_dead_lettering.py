@@ -10,8 +10,8 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from conformance.api import AckMode
-from conformance.kit.case import Case, CaseContext, Obs
 from conformance.catalogue.profiles import Profile
+from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.reference import judge
 from conformance.kit.scenarios import FIRST_DEATH, LAST_DEATH, dead_obs
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same

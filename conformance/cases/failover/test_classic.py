@@ -13,14 +13,14 @@ import uuid
 from typing import Any, Mapping
 
 from conformance.api import AckMode, Consumer, Session
-from conformance.kit.case import Case, CaseContext, Obs, ScenarioVoid
 from conformance.cases.failover.test_quorum import HELD, RECOVERY_S
-from conformance.nemesis.cluster import Nodes
-from conformance.nemesis.kinds import NODE_KILL
-from conformance.errors import ChannelClosed, OperationTimeout, TargetError
 from conformance.catalogue.profiles import Profile
+from conformance.errors import ChannelClosed, OperationTimeout, TargetError
+from conformance.kit.case import Case, CaseContext, Obs, ScenarioVoid
 from conformance.kit.reference import judge
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
+from conformance.nemesis.cluster import Nodes
+from conformance.nemesis.kinds import NODE_KILL
 
 ENTRY = "failover.classic-node-loss"
 #: Bound on a new mirror's synchronisation (an empty queue's mirrors are in sync at once).

@@ -12,15 +12,15 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from conformance.kit.case import WAIT_S, CaseContext, Obs, ScenarioVoid
+from conformance.cases.failover import NodeLossCase
 from conformance.cases.failover.test_quorum import RECOVERY_S, pick
+from conformance.catalogue.profiles import Profile
+from conformance.errors import OperationTimeout
+from conformance.kit.case import WAIT_S, CaseContext, Obs, ScenarioVoid
 from conformance.kit.clients.failover import FailoverProducer, TransactionRolledBack
 from conformance.kit.clients.node_failover import ConfirmingProducer, DedupConsumer, NodeList
-from conformance.cases.failover import NodeLossCase
-from conformance.nemesis.cluster import Nodes
-from conformance.errors import OperationTimeout
-from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
+from conformance.nemesis.cluster import Nodes
 
 BATCH = 3
 #: Bound on transaction attempts per batch (a correct run needs at most 2).

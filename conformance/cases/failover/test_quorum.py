@@ -15,13 +15,13 @@ from collections import Counter
 from typing import Any
 
 from conformance.api import AckMode, Session
-from conformance.kit.case import WAIT_S, CaseContext, Obs, ScenarioVoid, delivery_obs
 from conformance.cases.failover import NodeLossCase
-from conformance.nemesis.cluster import Nodes, until_accepted
-from conformance.errors import ConnectionLost, OperationTimeout
-from conformance.nemesis.faults import Action, Fault, Moment, Sender
 from conformance.catalogue.profiles import Profile
+from conformance.errors import ConnectionLost, OperationTimeout
+from conformance.kit.case import WAIT_S, CaseContext, Obs, ScenarioVoid, delivery_obs
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
+from conformance.nemesis.cluster import Nodes, until_accepted
+from conformance.nemesis.faults import Action, Fault, Moment, Sender
 
 #: Confirmed publishes before the kill (the evidence the stream is flowing) and after the failover.
 BEFORE_KILL, AFTER_FAILOVER = 20, 20

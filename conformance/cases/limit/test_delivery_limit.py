@@ -15,15 +15,15 @@ import time
 from typing import Any, Mapping
 
 from conformance.api import AckMode
+from conformance.catalogue.profiles import Profile
+from conformance.errors import OperationTimeout
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.checkers import accepted, channel_closed_with
-from conformance.errors import OperationTimeout
-from conformance.catalogue.profiles import Profile
 from conformance.kit.reference import judge
-from conformance.kit.scenarios import dead_obs
 from conformance.kit.refusals import NOT_IMPLEMENTED
-from conformance.unsupported import REFUSED
+from conformance.kit.scenarios import dead_obs
 from conformance.kit.verdicts import Outcome, Verdict, first_failure, fmt, holds, same
+from conformance.unsupported import REFUSED
 
 LIMIT = 2
 RETURNS = ("nack", "reject", "consumer-loss")

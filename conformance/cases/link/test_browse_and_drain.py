@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from conformance.catalogue.profiles import Profile
+from conformance.errors import ChannelClosed, OperationTimeout, TargetCannot
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import returned_exactly
-from conformance.errors import ChannelClosed, OperationTimeout, TargetCannot
-from conformance.catalogue.profiles import Profile
 from conformance.kit.redelivery import describe, signal_of, wrong_on_first
 from conformance.kit.verdicts import Verdict, first_failure, holds
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.api import AckMode
+from conformance.catalogue.profiles import Profile
+from conformance.errors import ChannelClosed, SettlementRefused
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import returned_exactly
-from conformance.errors import ChannelClosed, SettlementRefused
-from conformance.catalogue.profiles import Profile
 from conformance.kit.redelivery import describe, expectation, is_amqp10, marks, signal_of, wrong_on_first, wrong_on_redelivery
 from conformance.kit.verdicts import Outcome, Verdict, first_failure, fmt, holds
 from conformance.unsupported import CANNOT_EXPRESS
+
 
 class TestReliableLinkRedelivered(Case):
     requirement = "LINK-RELIABLE-REDELIVERED"

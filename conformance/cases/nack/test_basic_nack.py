@@ -9,9 +9,10 @@ channel is closed (discarded deliveries never reappear).
 from __future__ import annotations
 
 from conformance.api import Delivery, Session
-from conformance.kit.case import Case, CaseContext, Obs
-from conformance.kit.checkers import channel_closed_with, settled_as_expected as judge
 from conformance.catalogue.profiles import Profile
+from conformance.kit.case import Case, CaseContext, Obs
+from conformance.kit.checkers import channel_closed_with
+from conformance.kit.checkers import settled_as_expected as judge
 from conformance.kit.scenarios import one_held, settle_and_watch
 from conformance.kit.verdicts import Verdict
 

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from conformance.api import Delivery, Session
-from conformance.kit.case import Case, CaseContext, Obs
-from conformance.kit.checkers import accepted, all_redelivered, held_ids, returned_exactly, settled_as_expected as judge
 from conformance.catalogue.profiles import Profile
+from conformance.kit.case import Case, CaseContext, Obs
+from conformance.kit.checkers import accepted, all_redelivered, held_ids, returned_exactly
+from conformance.kit.checkers import settled_as_expected as judge
 from conformance.kit.scenarios import settle_and_watch
 from conformance.kit.verdicts import Outcome, Verdict, first_failure, holds
 

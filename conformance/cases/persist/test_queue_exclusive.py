@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from conformance.api import QueueSpec
+from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.checkers import accepted, channel_closed_with
-from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict, first_failure
 
 RESOURCE_LOCKED = 405

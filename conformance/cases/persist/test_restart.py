@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from conformance.kit.case import Case, CaseContext, Obs, Settled
-from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
 from conformance.catalogue.profiles import Profile
+from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
+from conformance.kit.case import Case, CaseContext, Obs, Settled
 from conformance.kit.reference import judge
-from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same
 from conformance.kit.scenarios import unavailable_key
+from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same
 from conformance.nemesis.kinds import KILL, RESTART, FaultKind
 
 #: How long the restarted broker has to serve the queue again (boot already finished).

@@ -13,10 +13,10 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from conformance.api import Consumer, Delivery
+from conformance.catalogue.profiles import Profile
 from conformance.errors import OperationTimeout
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.checkers import accepted
-from conformance.catalogue.profiles import Profile
 from conformance.kit.reference import judge
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same
 

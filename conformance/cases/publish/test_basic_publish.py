@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 
+from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import channel_closed_with
-from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict, holds
 
 NOT_FOUND = 404

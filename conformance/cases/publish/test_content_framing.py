@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hashlib
 
-from conformance.kit.case import Case, CaseContext, Obs
-from conformance.errors import AdapterError, ConnectionLost
-from conformance.runner.missing_deliveries import DELIVERY_WINDOW_S
 from conformance.catalogue.profiles import Profile
+from conformance.errors import AdapterError, ConnectionLost
+from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
+from conformance.runner.missing_deliveries import DELIVERY_WINDOW_S
 
 #: How long the producer waits for the broker's basic.ack of the edge-case publish.
 CONFIRM_WINDOW_S = DELIVERY_WINDOW_S

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from conformance.kit.case import Case, CaseContext, Obs
-from conformance.errors import ConnectionLost
-from conformance.nemesis.faults import Fault, Action, Moment, Sender
 from conformance.catalogue.profiles import Profile
+from conformance.errors import ConnectionLost
+from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
+from conformance.nemesis.faults import Action, Fault, Moment, Sender
 
 MESSAGES, AT = 6, 4
 POSITIONS: dict[str, tuple[str, Sender, Moment]] = {

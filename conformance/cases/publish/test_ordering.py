@@ -3,8 +3,8 @@ whatever each message's persistence."""
 
 from __future__ import annotations
 
-from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.catalogue.profiles import Profile
+from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.verdicts import Verdict, first_failure, holds
 
 N = 8

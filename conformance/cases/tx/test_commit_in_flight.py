@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.kit.case import Case, CaseContext, Obs
-from conformance.errors import ConnectionLost
-from conformance.nemesis.faults import Fault, Action, Moment, Sender
 from conformance.catalogue.profiles import Profile
+from conformance.errors import ConnectionLost
+from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.verdicts import Verdict, fmt, holds
+from conformance.nemesis.faults import Action, Fault, Moment, Sender
 
 MESSAGES = 3
 #: variant -> (frame, sender, nth, moment, what the broker must end with: "all", "none" or "either")

@@ -14,11 +14,11 @@ import uuid
 from collections import Counter
 from typing import Any
 
+from conformance.catalogue.profiles import Profile
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, sentinel_body
 from conformance.kit.clients.failover import FailoverConsumer, FailoverProducer, TransactionRolledBack
-from conformance.nemesis.faults import Sender, cut
-from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
+from conformance.nemesis.faults import Sender, cut
 
 BATCHES, BATCH = 4, 3
 #: Bound on transactions a client may try; a correct run needs about BATCHES + 2.

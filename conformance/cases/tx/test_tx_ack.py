@@ -3,12 +3,12 @@ committed, and neither applied nor redelivered by tx.rollback."""
 
 from __future__ import annotations
 
+from conformance.catalogue.profiles import Profile
+from conformance.errors import ConnectionLost
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import all_redelivered, ids_of, returned_exactly
-from conformance.errors import ConnectionLost
-from conformance.nemesis.faults import Sender, cut
-from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
+from conformance.nemesis.faults import Sender, cut
 
 
 class TestUncommittedAcksDropped(Case):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from conformance.catalogue.profiles import Profile
+from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import ids_of
-from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
-from conformance.catalogue.profiles import Profile
 from conformance.kit.scenarios import unavailable_key
 from conformance.kit.verdicts import Verdict, fmt, holds, same
 from conformance.nemesis.kinds import KILL, FaultKind

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.checkers import accepted, channel_closed_with
-from conformance.catalogue.profiles import Profile
 from conformance.kit.reference import judge
 from conformance.kit.verdicts import Verdict
 

@@ -6,12 +6,12 @@ torn the channel down, then a sentinel-proven drain shows what the queue holds.
 
 from __future__ import annotations
 
+from conformance.catalogue.profiles import Profile
+from conformance.errors import ConnectionLost
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import ids_of
-from conformance.errors import ConnectionLost
-from conformance.nemesis.faults import Action, Fault, Sender, cut
-from conformance.catalogue.profiles import Profile
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same
+from conformance.nemesis.faults import Action, Fault, Sender, cut
 
 
 class TestUncommittedInvisible(Case):

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from conformance.api import AckMode, Consumer, Delivery, Session
-from conformance.nemesis.cluster import until_accepted
 from conformance.errors import AdapterError, ConnectionLost, OperationTimeout
+from conformance.nemesis.cluster import until_accepted
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from conformance.api import QueueStats
-from conformance.kit.context.waits import Waits
 from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout, QueueUnavailable, TargetCannot
+from conformance.kit.context.waits import Waits
 from conformance.nemesis.kinds import KILL, RESTART, FaultKind, broker_kind, strike
 from conformance.nemesis.replicas import CONFIRM_GAP_S, describe, reading
 

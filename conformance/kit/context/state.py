@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.api import Adapter, Connection, Delivery, Session
+from conformance.catalogue.profiles import Profile
 from conformance.catalogue.requirements import Requirement
 from conformance.errors import AdapterError
 from conformance.kit.history import History
-from conformance.catalogue.profiles import Profile
 from conformance.nemesis.proxy import ProxyBase
 from conformance.targets import Target
 

@@ -7,9 +7,9 @@ import uuid
 from typing import Any, Callable
 
 from conformance.api import AckMode, Consumer, Delivery, QueueStats
+from conformance.errors import ChannelClosed, DeliveriesMissing, OperationTimeout, TargetCannot
 from conformance.kit.context.queues import Queues
 from conformance.kit.context.state import WAIT_S, Obs, sentinel_body
-from conformance.errors import ChannelClosed, DeliveriesMissing, OperationTimeout, TargetCannot
 from conformance.runner.missing_deliveries import DELIVERY_WINDOW_S
 
 

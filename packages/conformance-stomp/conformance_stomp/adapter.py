@@ -33,10 +33,17 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import stomp
 
-from conformance.runner.inflight import inflight
 from conformance.api import AckMode, AckScope, Adapter, Connection, Consumer, Delivery, QueueSpec, QueueStats, ServerInfo, Session
-from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, NoReply, OperationTimeout, SettlementRefused, Unsupported
-
+from conformance.errors import (
+    AdapterError,
+    ChannelClosed,
+    ConnectionLost,
+    NoReply,
+    OperationTimeout,
+    SettlementRefused,
+    Unsupported,
+)
+from conformance.runner.inflight import inflight
 from conformance_stomp.admin import admin_for
 from conformance_stomp.dialect import Dialect, dialect_for
 

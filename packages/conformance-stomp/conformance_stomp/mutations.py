@@ -7,7 +7,6 @@ from __future__ import annotations
 from conformance.nemesis.faults import Sender
 from conformance.nemesis.mutations import Mutator, naming, operator
 from conformance.nemesis.wire import Frame
-
 from conformance_stomp.wire import PROTOCOL, build, parse
 
 EXPECTATIONS_FILE = __file__.replace("mutations.py", "mutations.yaml")

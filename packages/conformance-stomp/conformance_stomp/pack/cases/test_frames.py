@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import uuid
 
-from conformance.kit.case import Case, CaseContext, Obs
-from conformance.errors import ConnectionLost, NoReply
 from conformance.catalogue.profiles import Profile
+from conformance.errors import ConnectionLost, NoReply
+from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.verdicts import Verdict, holds
 from conformance_stomp.pack.cases.raw import RawStomp
 
