@@ -85,7 +85,7 @@ class Target(abc.ABC):
         """Whether the broker's own metadata still holds ``queue``: running, or durable and not yet
         recovered (True), or neither (False: the broker will not bring it back); None when the
         target cannot ask its broker. A case that gets 404 for a queue after a restart asks this
-        before it stops waiting (conformance.kit.context.faults): a 404 alone was once seen from a
+        before it stops waiting (conformance.kit.context.broker_faults): a 404 alone was once seen from a
         broker whose queue answered afterwards."""
         return None
 

@@ -18,8 +18,8 @@ from typing import Callable, ClassVar
 
 from conformance.api import Delivery
 from conformance.catalogue.profiles import Profile
+from conformance.kit.context.broker_faults import BrokerFaults
 from conformance.kit.context.cleanup import Cleanup
-from conformance.kit.context.faults import BrokerFaults
 from conformance.kit.context.proxies import Proxies
 from conformance.kit.context.state import WAIT_S, Obs, ScenarioVoid, sentinel_body
 from conformance.kit.verdicts import Verdict

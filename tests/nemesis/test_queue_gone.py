@@ -15,7 +15,7 @@ import pytest
 
 from conformance.api import QueueStats
 from conformance.errors import ChannelClosed, OperationTimeout
-from conformance.kit.context.faults import BrokerFaults
+from conformance.kit.context.broker_faults import BrokerFaults
 from conformance.kit.history import History
 
 NOT_FOUND = "NOT_FOUND - no queue 'q' in vhost '/'"

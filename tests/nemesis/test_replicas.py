@@ -12,8 +12,8 @@ import pytest
 
 from adapters.rabbitmq.launcher import parse_quorum_status
 from conformance.errors import QueueUnavailable
-from conformance.kit.context import faults
-from conformance.kit.context.faults import BrokerFaults
+from conformance.kit.context import broker_faults
+from conformance.kit.context.broker_faults import BrokerFaults
 from conformance.kit.history import History
 from conformance.nemesis.replicas import reading
 from conformance.targets import Replica
@@ -66,7 +66,7 @@ class Faults(BrokerFaults):
 
 @pytest.fixture(autouse=True)
 def short_gap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(faults, "CONFIRM_GAP_S", 0.05)
+    monkeypatch.setattr(broker_faults, "CONFIRM_GAP_S", 0.05)
 
 
 def wait(target: Scripted, window: float = 1.0) -> Faults:
