@@ -215,6 +215,17 @@ def test_the_core_imports_no_adapter_client_library_or_codec(part: str) -> None:
     assert not bad, "\n".join(bad)
 
 
+def test_the_catalogue_imports_no_nemesis() -> None:
+    """What is required does not depend on what breaks things: a case's fault kinds ask the target
+    (conformance.nemesis.kinds.fault_applicability), its requirement asks the adapter
+    (conformance.catalogue.capabilities.applicability), and the runner asks both."""
+    base = TREES["conformance"]
+    named = {name: path for name, path in modules({"conformance": base}).items() if path.is_relative_to(base / "catalogue")}
+    bad = [f"{name} imports {module}" for name, path in named.items() for module, _ in imported_names(path, name)
+           if module == "conformance.nemesis" or module.startswith("conformance.nemesis.")]
+    assert not bad, "\n".join(bad)
+
+
 # --- the runner runs without pytest ---------------------------------------------------------------
 
 #: What only the pytest plugin may import: pytest and its machinery (a runner module takes plain values).

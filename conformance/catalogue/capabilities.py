@@ -4,11 +4,11 @@ A case needs its requirement's ``needs`` (what the protocol must express) and th
 kind of fault it inflicts (conformance.nemesis.kinds: what the target must take). The adapter offers
 the protocol's ``capabilities``, the target its abilities, and a profile's ``lacks`` names what the
 broker's dialect cannot express. A case applies when every capability it needs is offered and none
-is lacked (:func:`applicability` for the protocol's side, :func:`fault_applicability` for the
-target's); one that does not is unsupported, ``cannot-express`` or ``no-fault``. So a new
-protocol's adapter gets every requirement it can express, and a new fault kind every case that
-names it, with no edit of the catalogue. The
-vocabulary is data (``capabilities.yaml``) so a typo in a requirement, an adapter or a profile is
+is lacked (:func:`applicability` for the protocol's side; the target's side is the nemesis's,
+:func:`conformance.nemesis.kinds.fault_applicability`, and the runner asks both); one that does not
+is unsupported, ``cannot-express`` or ``no-fault``. So a new protocol's adapter gets every
+requirement it can express, and a new fault kind every case that names it, with no edit of the
+catalogue. The vocabulary is data (``capabilities.yaml``) so a typo in a requirement, an adapter or a profile is
 refused at load in one line instead of silently making a requirement "not apply".
 """
 
@@ -20,7 +20,6 @@ from typing import Any, Iterable
 
 from conformance import yamlio
 from conformance.errors import UsageError
-from conformance.nemesis import kinds
 
 #: Capabilities named so are a target's abilities (what a fault kind needs), never a protocol's.
 ABILITY_PREFIX = "fault."
@@ -85,16 +84,4 @@ def applicability(req: Any, adapter: Any, profile: Any) -> str | None:
     if lacked:
         doc = profile.lacks[lacked[0]]
         return f"requirement needs {lacked[0]}, which {profile.id} lacks: {doc.reason} [{doc.source}]"
-    return None
-
-
-
-def fault_applicability(faults: Iterable[kinds.FaultKind], target: Any) -> str | None:
-    """Why ``target`` cannot take one of ``faults`` (the kind's own words: a case that inflicts it
-    is ``unsupported (no-fault)``), or None when it offers every ability they need. ``target``:
-    the run's target, None for a URL the suite only connects to."""
-    offered = kinds.abilities(target)
-    for k in faults:
-        if k.ability is not None and k.ability not in offered:
-            return k.cannot_take(target)
     return None

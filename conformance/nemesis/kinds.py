@@ -5,9 +5,9 @@ A case names the kinds its scenario inflicts (:meth:`conformance.kit.case.Case.f
 kind that needs something of the target names an ability: a capability of the one vocabulary
 (``conformance/catalogue/data/capabilities.yaml``) that the target offers, as the adapter offers the
 protocol's. The runner asks, before a case runs, whether the target offers every ability its kinds
-need (:func:`conformance.catalogue.capabilities.fault_applicability`, beside the protocol's
-``applicability``); one it lacks makes the case ``unsupported (no-fault)`` in the kind's own words
-(:attr:`FaultKind.cannot`), without running it.
+need (:func:`fault_applicability`, beside the protocol's
+:func:`conformance.catalogue.capabilities.applicability`); one it lacks makes the case
+``unsupported (no-fault)`` in the kind's own words (:attr:`FaultKind.cannot`), without running it.
 
 Three scopes:
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, cast, runtime_checkable
+from typing import Any, Callable, Iterable, Protocol, cast, runtime_checkable
 
 from conformance.nemesis.faults import Action
 
@@ -155,6 +155,17 @@ def broker_kind(value: FaultKind | str) -> FaultKind:
 def abilities(target: Any) -> frozenset[str]:
     """What ``target`` offers the nemesis: the abilities of every kind it can take."""
     return frozenset(k.ability for k in KINDS.values() if k.ability and k.offered_by(target))
+
+
+def fault_applicability(faults: Iterable[FaultKind], target: Any) -> str | None:
+    """Why ``target`` cannot take one of ``faults`` (the kind's own words: a case that inflicts it
+    is ``unsupported (no-fault)``), or None when it offers every ability they need. ``target``:
+    the run's target, None for a URL the suite only connects to."""
+    offered = abilities(target)
+    for k in faults:
+        if k.ability is not None and k.ability not in offered:
+            return k.cannot_take(target)
+    return None
 
 
 def strike(k: FaultKind, target: Any, say: Callable[[str, str], None], shared: str = "") -> float:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from conformance.catalogue.capabilities import applicability, fault_applicability
+from conformance.catalogue.capabilities import applicability
 from conformance.catalogue.requirements import Requirement, requirement
 from conformance.errors import (
     ChannelClosed,
@@ -28,7 +28,7 @@ from conformance.kit.case import Case, CaseContext
 from conformance.kit.history import History
 from conformance.kit.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
 from conformance.kit.verdicts import Outcome, Verdict, apply_profile
-from conformance.nemesis.kinds import FaultKind
+from conformance.nemesis.kinds import FaultKind, fault_applicability
 from conformance.nemesis.mutations import alters
 from conformance.runner import (
     allure,

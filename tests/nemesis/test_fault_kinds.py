@@ -13,7 +13,7 @@ import pytest
 
 from adapters.amqp091.pika_adapter import PikaAdapter
 from conformance.cases import all_cases
-from conformance.catalogue.capabilities import ABILITY_PREFIX, check_names, fault_applicability, vocabulary
+from conformance.catalogue.capabilities import ABILITY_PREFIX, check_names, vocabulary
 from conformance.catalogue.profiles import bundled_profiles
 from conformance.catalogue.requirements import requirement
 from conformance.errors import TargetCannot, UsageError
@@ -88,7 +88,7 @@ def test_every_proxy_action_is_a_connection_kind_any_target_takes() -> None:
     assert set(kinds.CONNECTION_KINDS) == {a.value for a in Action}
     for k in kinds.CONNECTION_KINDS.values():
         assert k.scope == kinds.CONNECTION and k.ability is None
-        assert fault_applicability([k], None) is None
+        assert kinds.fault_applicability([k], None) is None
 
 
 @pytest.mark.parametrize("target, restart, node_kill", [
@@ -98,10 +98,10 @@ def test_every_proxy_action_is_a_connection_kind_any_target_takes() -> None:
     (Cluster(3), None, None),
 ])
 def test_which_targets_take_which_kinds_in_the_kinds_own_words(target: Any, restart: str | None, node_kill: str | None) -> None:
-    assert fault_applicability([kinds.RESTART], target) == restart
-    assert fault_applicability([kinds.KILL], target) == restart
-    assert fault_applicability([kinds.NODE_KILL], target) == node_kill
-    assert fault_applicability([], target) is None
+    assert kinds.fault_applicability([kinds.RESTART], target) == restart
+    assert kinds.fault_applicability([kinds.KILL], target) == restart
+    assert kinds.fault_applicability([kinds.NODE_KILL], target) == node_kill
+    assert kinds.fault_applicability([], target) is None
 
 
 def test_a_scenario_that_faults_without_naming_its_kind_gets_the_same_words() -> None:
