@@ -272,12 +272,14 @@ def test_nothing_outside_the_cli_imports_it(import_graph: dict[str, set[str]]) -
     assert not users, f"modules the CLI drives import it: {users}"
 
 
-def test_the_cli_and_the_selftest_share_the_pytest_command_line_through_the_run_command() -> None:
+def test_the_run_command_and_the_selftest_share_the_runner_s_pytest_command_line() -> None:
     from conformance import cli
     from conformance.cli import run, selftest  # noqa: F401 - importable on their own, in any order
+    from conformance.runner import pytest_argv
 
-    assert cli.pytest_args is run.pytest_args
-    assert ("conformance.cli.run", "pytest_args") in imported_names(TREES["conformance"] / "cli" / "selftest.py", "conformance.cli.selftest")
+    assert cli.pytest_args is run.pytest_args is pytest_argv.pytest_args
+    engine = TREES["conformance"] / "runner" / "selftest" / "runs.py"
+    assert ("conformance.runner.pytest_argv", "pytest_args") in imported_names(engine, "conformance.runner.selftest.runs")
 
 
 # --- what the plugin and the cases import ---------------------------------------------------------

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from conformance import __version__, default_target
 from conformance.cli import adapter_check, explain, gate, listing, new_adapter, report, run, selftest
 from conformance.cli.exit_codes import EXIT_FAIL, EXIT_OK, EXIT_USAGE
-from conformance.cli.run import TARGET_ENV, default_workers, exit_code, pass_rates, pytest_args, summarize, target_argv
+from conformance.cli.run import exit_code, pass_rates, summarize
 from conformance.errors import UsageError
+from conformance.runner.pytest_argv import TARGET_ENV, default_workers, pytest_args, target_argv
 
 #: The commands in ``conformance --help`` order.
 COMMANDS = (run, selftest, report, gate, listing, adapter_check, new_adapter, explain)

@@ -86,7 +86,7 @@ def order(cases: Sequence[PlannedCase]) -> list[PlannedCase]:
     """Disruptive cases last (those that fault the broker on their own first, then the shared
     restart, then the shared kill), those of one fault together; each keeps its own relative order.
     Under xdist, one worker takes them all (:data:`GROUP`), and their group must be the last unit of
-    work handed out (``--no-loadscope-reorder``, conformance.cli.run): every ordinary case waits for
+    work handed out (``--no-loadscope-reorder``, conformance.runner.pytest_argv): every ordinary case waits for
     the broker lock while a disruptive one holds it."""
     kinds = {id(c): fault_of(c) for c in cases}
     rank = {RESTART.name: 2, KILL.name: 3}

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli.selftest import Run, html, kill_matrix
 from conformance.nemesis.mutations import expectations, make
+from conformance.runner.selftest.judge import kill_matrix
+from conformance.runner.selftest.plan import Run
+from conformance.runner.selftest.render import html
 from tests.conftest import conformance_cmd
 
 
@@ -115,7 +117,7 @@ def test_selftest_refuses_an_unreachable_target_in_one_line(tmp_path: Path) -> N
 
 
 def test_second_round_runs_only_what_the_declared_mutations_left_unproven() -> None:
-    from conformance.cli.selftest import second_round
+    from conformance.runner.selftest.plan import second_round
 
     clean = [_rec("A[classic]", "A", "pass"), _rec("A[quorum]", "A", "pass"), _rec("B[classic]", "B", "pass"),
              _rec("C[classic]", "C", "unsupported")]

@@ -4,7 +4,7 @@ A 404 alone once came from a broker whose queue answered afterwards (in CI, on t
 target), so the wait ends only on two pieces of evidence: the protocol's 404 and the broker's own
 metadata (Target.queue_known), then a 404 again after that listing. Pure logic against a scripted
 broker; the real path runs in the self-test (durable-flipped: the persist and tx cases' queues are
-gone after the restart) and in tests/cli/test_selftest_lanes.py's two-node run.
+gone after the restart) and in tests/runner/test_selftest_lanes.py's two-node run.
 """
 
 from __future__ import annotations

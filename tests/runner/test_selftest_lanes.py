@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conformance.cli import selftest as st
+from conformance.runner.selftest import runs as st
 from conformance.targets import Target
 
 PLAIN = "ACK-ACKED-NEVER-REDELIVERED"

@@ -1,0 +1,113 @@
+"""Judging the self-test's runs: the kill matrix (kills, blind spots, unproven cases, false alarms,
+declared expectations met or missed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.nemesis.mutations import Expectation, Mutation
+from conformance.runner.selftest.plan import PROVABLE, Run, case_of
+
+SCHEMA = "conformance.killmatrix/1"
+
+
+def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation], declared: dict[str, Expectation],
+                reach: dict[str, set[str]], wall_s: float) -> dict[str, Any]:
+    """Judge the runs: kills, blind spots, unproven cases, false alarms, expectations met or missed."""
+    meta = clean[0].meta if clean else {}
+    cases: dict[str, dict[str, Any]] = {}
+    for run in clean:
+        for rec in run.records:
+            case = case_of(rec)
+            cases[case] = {"case": case, "requirement": rec["requirement"], "level": rec["level"], "area": rec["area"],
+                           "queue_type": rec.get("queue_type"), "variant": rec.get("variant"), "clean": rec["verdict"],
+                           "clean_observed": rec.get("observed", "") if rec["verdict"] not in PROVABLE else ""}
+    provable = {c for c, info in cases.items() if info["clean"] in PROVABLE}
+    kills: list[dict[str, Any]] = []
+    cells: list[dict[str, Any]] = []
+    by_mutation: dict[str, dict[str, Any]] = {}
+    for spec, m in mutations.items():
+        mine = [r for r in runs if r.mutation == spec]
+        rewritten = sum(int((r.meta.get("mutation") or {}).get("rewritten") or 0) for r in mine)
+        ran = [rec for r in mine for rec in r.records]
+        killed = []
+        for rec in ran:
+            c = case_of(rec)
+            cells.append({"case": c, "mutation": spec, "verdict": rec["verdict"]})
+            if rec["verdict"] == "fail" and c in provable:
+                killed.append(c)
+                kills.append({"case": c, "mutation": spec, "requirement": rec["requirement"], "verdict": "fail",
+                              "observed": str(rec.get("observed", ""))[:400], "expected": str(rec.get("expected", ""))[:400]})
+        exp = declared.get(spec) or declared.get(m.name)
+        killed_reqs = sorted({cases[c]["requirement"] for c in killed})
+        ran_reqs = {rec["requirement"] for rec in ran if case_of(rec) in provable}
+        breaks = list(exp.breaks) if exp else []
+        by_mutation[spec] = {
+            "name": spec, "description": m.description, "protocol": m.protocol, "breaks": breaks,
+            "may_break": list(exp.may_break) if exp else [], "why": exp.why if exp else "",
+            "frames_rewritten": rewritten, "cases_run": len(ran), "wall_s": round(sum(r.wall_s for r in mine), 2),
+            "killed_requirements": killed_reqs,
+            "errors": sorted({case_of(rec) for rec in ran if rec["verdict"] == "error"}),
+            "missed": sorted(set(breaks) & ran_reqs - set(killed_reqs)),
+            "not_run": sorted(set(breaks) - ran_reqs),
+            "collateral": sorted(set(killed_reqs) - set(breaks) - set(exp.may_break if exp else ())),
+            "declared": exp is not None,
+            "exercised": bool(ran) and rewritten > 0,
+        }
+    killers: dict[str, list[str]] = {}
+    for k in kills:
+        killers.setdefault(k["case"], []).append(k["mutation"])
+    for c, info in cases.items():
+        info["killed_by"] = sorted(killers.get(c, []))
+    mut = by_mutation.values()
+    blind = sorted(m["name"] for m in mut if m["exercised"] and not m["killed_requirements"])
+    unexercised = sorted(m["name"] for m in mut if not m["exercised"])
+    unproven = sorted(c for c in provable if c not in killers)
+    # A documented deviation that no mutation changed: the broker never reaches the state the
+    # requirement is about (e.g. a queue unavailable after kill -9), so nothing there can be proven.
+    unproven_deviation = [c for c in unproven if cases[c]["clean"] == "deviation"]
+    false_alarms = sorted(c for c, info in cases.items() if info["clean"] == "fail")
+    clean_errors = sorted(c for c, info in cases.items() if info["clean"] == "error")
+    misattributed = [{"mutation": m["name"], "expected": m["breaks"], "caught_by": m["killed_requirements"]}
+                     for m in mut if m["killed_requirements"] and m["breaks"] and not set(m["breaks"]) & set(m["killed_requirements"])]
+    missed = [{"mutation": m["name"], "requirements": m["missed"]} for m in mut if m["missed"]]
+    undeclared = sorted(m["name"] for m in mut if not m["declared"])
+    unproven_must = [c for c in unproven if cases[c]["level"] == "MUST" and c not in unproven_deviation]
+    checks: list[tuple[object, str]] = [
+        (unproven_must, f"{len(unproven_must)} MUST case(s) no mutation failed"),
+        (blind, f"{len(blind)} mutation(s) no case caught: {', '.join(blind)}"),
+        (misattributed, f"{len(misattributed)} mutation(s) caught only by requirements they were not declared to break"),
+        (missed, "declared expectations not met: " + "; ".join(f"{m['mutation']} did not break {', '.join(m['requirements'])}" for m in missed)),
+        (false_alarms, f"{len(false_alarms)} case(s) failed without any mutation"),
+        (clean_errors, f"{len(clean_errors)} case(s) errored on the clean run"),
+        (undeclared, f"mutation(s) without a declared expectation: {', '.join(undeclared)}"),
+    ]
+    problems = [text for found, text in checks if found]
+    return {
+        "schema": SCHEMA,
+        "target": meta.get("target", ""), "product": meta.get("product", ""), "version": meta.get("version", ""),
+        "protocol": meta.get("protocol", ""), "profile": meta.get("profile", ""), "adapter": meta.get("adapter", ""),
+        "wall_s": round(wall_s, 1),
+        "runs": [{"label": r.label, "mutation": r.mutation, "cases": len(r.records), "wall_s": round(r.wall_s, 2), "returncode": r.returncode}
+                 for r in [*clean, *runs]],
+        "mutations": list(by_mutation.values()),
+        "cases": sorted(cases.values(), key=lambda c: c["case"]),
+        "cells": cells,
+        "kills": kills,
+        "blind_spots": blind,
+        "unexercised": unexercised,
+        "unproven": unproven,
+        "unproven_must": unproven_must,
+        "unproven_deviation": unproven_deviation,
+        "false_alarms": false_alarms,
+        "clean_errors": clean_errors,
+        "misattributed": misattributed,
+        "missed": missed,
+        "counts": {"cases": len(cases), "provable": len(provable), "mutations": len(by_mutation), "kills": len(kills),
+                   "killed_cases": len(killers), "blind_spots": len(blind), "unexercised": len(unexercised),
+                   "unproven": len(unproven), "unproven_must": len(unproven_must), "unproven_deviation": len(unproven_deviation),
+                   "false_alarms": len(false_alarms)},
+        "problems": problems,
+        "ok": not problems,
+        "reach": {k: sorted(v) for k, v in reach.items()},
+    }
