@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from conformance.errors import TargetError
 from conformance.plugins import load_group
-from conformance.secrets import SecretUrl, redact, register_url
+from conformance.secrets import SecretUrl, redact
 
 __all__ = ["Target", "Replica", "ExternalTarget", "redact", "make_target", "attach_target", "probe_tcp", "wait_until"]
 

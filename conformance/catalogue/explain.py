@@ -22,11 +22,10 @@ from typing import Any, Iterable
 
 from conformance.catalogue.requirements import Requirement, catalogue
 from conformance.errors import UsageError
+from conformance.runner.pytest_argv import TARGET_ENV
 from conformance.runner.results import RESULTS_FILE, read_results, read_run
 from conformance.secrets import MASK, scrub
 
-#: The variable ``--target env:NAME`` reads; the rerun command names it when the run's URL was redacted.
-TARGET_ENV = "CONFORMANCE_TARGET_URL"
 RERUN_TITLE = "Rerun exactly this case"
 #: ``REQ-ID[classic]`` or ``REQ-ID[classic-single]``: a requirement narrowed to a case's parameters.
 _NARROWED = re.compile(r"^(?P<req>[A-Za-z0-9-]+)\[(?P<params>[^\]]+)\]$")
