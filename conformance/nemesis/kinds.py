@@ -152,18 +152,13 @@ def broker_kind(value: FaultKind | str) -> FaultKind:
     return k
 
 
-def abilities(target: Any) -> frozenset[str]:
-    """What ``target`` offers the nemesis: the abilities of every kind it can take."""
-    return frozenset(k.ability for k in KINDS.values() if k.ability and k.offered_by(target))
-
-
 def fault_applicability(faults: Iterable[FaultKind], target: Any) -> str | None:
     """Why ``target`` cannot take one of ``faults`` (the kind's own words: a case that inflicts it
     is ``unsupported (no-fault)``), or None when it offers every ability they need. ``target``:
-    the run's target, None for a URL the suite only connects to."""
-    offered = abilities(target)
+    the run's target, None for a URL the suite only connects to. Asked before every case: only the
+    kinds the case names are asked of the target (most name none)."""
     for k in faults:
-        if k.ability is not None and k.ability not in offered:
+        if k.ability is not None and not k.offered_by(target):
             return k.cannot_take(target)
     return None
 

@@ -75,6 +75,9 @@ def test_every_ability_is_in_the_one_vocabulary_and_every_target_ability_belongs
     assert abilities <= vocabulary().keys()
     assert {n for n in vocabulary() if n.startswith(ABILITY_PREFIX)} == abilities
     assert all(k.cannot for k in kinds.KINDS.values() if k.ability), "a kind that needs an ability says why a target lacks it"
+    # an ability is one fact about a target: every kind that needs it asks the target the same way
+    for ability in abilities:
+        assert len({k.offered_by for k in kinds.KINDS.values() if k.ability == ability}) == 1, ability
 
 
 def test_a_target_ability_is_refused_where_a_protocol_capability_belongs() -> None:
