@@ -1,9 +1,10 @@
 """A durable classic queue losing its home node, without and with a mirroring policy.
 
-What happens is the broker's documented choice, read from the profile (failover.classic-node-loss):
+Judged against the requirement's reference (FAILOVER-CLASSIC-NODE-LOSS, key failover.classic-node-loss):
 RabbitMQ 3.10 keeps a non-mirrored queue's messages on its node's disk, so the queue is refused
 through other nodes until that node is back (unavailable, not lost); with an ``ha-mode`` policy a
-synchronised mirror is promoted and serves the confirmed messages at once.
+synchronised mirror is promoted and serves the confirmed messages at once. A broker that replicates
+every queue serves it at once either way. Another fate a profile documents is a deviation.
 """
 
 from __future__ import annotations
