@@ -54,6 +54,14 @@ def test_schema_names_real_requirements() -> None:
         assert not missing, f"{spec.name}: read_by names unknown requirements {missing}"
 
 
+
+def test_every_reference_a_requirement_states_is_of_a_key_that_names_it() -> None:
+    """The loader checks profile entries against the references of the requirements a key's read_by
+    names: a reference stated by a requirement the key does not name would go unchecked."""
+    keys = profile_keys()
+    unnamed = sorted(f"{r.id}: {ref.key}" for r in catalogue().values() for ref in r.reference if r.id not in keys[ref.key].read_by)
+    assert not unnamed, f"references of keys whose read_by does not name the requirement: {unnamed}"
+
 def test_every_bundled_profile_validates() -> None:
     profiles = bundled_profiles()  # parse_profile checks every entry against the schema
     assert len(profiles) >= 12
