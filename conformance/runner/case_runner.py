@@ -175,9 +175,7 @@ def _attempt(call: CaseCall, state: RunState, case: Case, rerun: str | None) -> 
         ctx.close(True)
         v = apply_profile(violation_verdict(exc), req.id, queue_type, state.profile)
         finish(v, history, trace=ctx.wire_trace())
-        if v.outcome is Outcome.FAIL:
-            _end("fail", v.render(req.id, req.level_for(state.adapter.protocol)))
-        _end("xfail", f"deviation: {v.reason} [{v.citation}]")
+        _report(v, req, state.adapter.protocol)
     except BaseException as exc:
         # The broker refused what the case did: the refusal its profile documents, or 540 for what
         # the specification requires, is a verdict; any other refusal is the case's error below.
@@ -187,11 +185,7 @@ def _attempt(call: CaseCall, state: RunState, case: Case, rerun: str | None) -> 
             ctx.close(True)
             v = apply_profile(refused, req.id, queue_type, state.profile)
             finish(v, history, trace=ctx.wire_trace())
-            if v.outcome is Outcome.UNSUPPORTED:
-                _end("skip", f"unsupported ({v.unsupported_kind}): {v.observed}")
-            if v.outcome is Outcome.FAIL:
-                _end("fail", v.render(req.id, req.level_for(state.adapter.protocol)))
-            _end("xfail", f"deviation: {v.reason} [{v.citation}]")
+            _report(v, req, state.adapter.protocol, unsupported=v.observed)  # the refusal it saw
         if type(exc).__name__ == "Failed":
             deadline.disarm()  # the deadline is caught: the record below is written undisturbed
         generation = hangs.generation_at(state.health_path, health.generation, began_at)
@@ -237,9 +231,7 @@ def _attempt(call: CaseCall, state: RunState, case: Case, rerun: str | None) -> 
             ctx.close(True)
             v = apply_profile(judged.verdict, req.id, queue_type, state.profile)
             finish(v, history, {"missing": missing_obs(exc)} if isinstance(exc, DeliveriesMissing) else None, ctx.wire_trace())
-            if v.outcome is Outcome.FAIL:
-                _end("fail", v.render(req.id, req.level_for(state.adapter.protocol)))
-            _end("xfail", f"deviation: {v.reason} [{v.citation}]")
+            _report(v, req, state.adapter.protocol)
         detail = f"{type(exc).__name__}: {exc}" + (f" (target down: {cause})" if cause else "")
         if type(exc).__name__ == "Failed":  # the case deadline (pytest-timeout): name the operation
             detail = inflight.deadline_text(call.case_timeout) or detail
@@ -261,13 +253,20 @@ def _attempt(call: CaseCall, state: RunState, case: Case, rerun: str | None) -> 
     v = observed_refusal(obs, req.text, state.profile.unsupported_reason(req.id, queue_type))  # caught by the case itself
     v = v or apply_profile(case.verdict(obs, state.profile, queue_type), req.id, queue_type, state.profile)
     finish(v, history, obs, ctx.wire_trace())
+    _report(v, req, state.adapter.protocol)
+
+
+def _report(v: Verdict, req: Requirement, protocol: str, *, unsupported: str | None = None) -> None:
+    """End a decided case as its verdict says; a pass returns. ``unsupported``: what an unsupported
+    verdict's line says instead of its reason (a refusal seen on the wire says what the broker answered)."""
+    __tracebackhide__ = True
     if v.outcome is Outcome.UNDOCUMENTED:
         _end("skip", f"undocumented: {v.reason}")
-    if v.outcome is Outcome.UNSUPPORTED:  # the verdict found the broker untested (e.g. a client-side refusal)
-        _end("skip", f"unsupported ({v.unsupported_kind}): {v.reason}")
+    if v.outcome is Outcome.UNSUPPORTED:  # e.g. a refusal, or a client-side one the verdict found
+        _end("skip", f"unsupported ({v.unsupported_kind}): {unsupported or v.reason}")
     if v.outcome is Outcome.FAIL:
         # the verdict is the whole story: no traceback of the runner's frames before it
-        _end("fail", v.render(req.id, req.level_for(state.adapter.protocol)))
+        _end("fail", v.render(req.id, req.level_for(protocol)))
     if v.outcome is Outcome.DEVIATION:
         _end("xfail", f"deviation: {v.reason} [{v.citation}]")
 
