@@ -62,7 +62,7 @@ def test_a_bad_definition_is_refused_in_one_line(change: dict, message: str) -> 
 def test_a_missing_binary_names_what_to_install_and_the_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("CONFORMANCE_LAVINMQ", raising=False)
-    target = make_target("process:targets/lavinmq.yaml")
+    target = make_target("process:lavinmq")  # a shipped definition by its name, as the docs spell it
     with pytest.raises(TargetError) as exc:
         target.start()
     text = str(exc.value)
@@ -70,7 +70,7 @@ def test_a_missing_binary_names_what_to_install_and_the_env_var(monkeypatch: pyt
     assert target.dir is None  # nothing was created
     monkeypatch.setenv("CONFORMANCE_LAVINMQ", "/nonexistent/lavinmq")
     with pytest.raises(TargetError, match=r"\$CONFORMANCE_LAVINMQ=/nonexistent/lavinmq is not a file"):
-        make_target("process:targets/lavinmq.yaml").start()
+        make_target("process:targets/lavinmq.yaml").start()  # the older spelling finds the same file
 
 
 @needs_entry_points
@@ -78,7 +78,7 @@ def test_cli_with_a_missing_binary_exits_2_in_one_line(tmp_path: Path) -> None:
     # run_cli inherits PATH; lavinmq is not installed on this machine, which is the case to test.
     if shutil.which("lavinmq") or os.environ.get("CONFORMANCE_LAVINMQ"):
         pytest.skip("lavinmq is installed here")
-    proc = run_cli("run", "--target", "process:targets/lavinmq.yaml", "--area", "persist", "--out", str(tmp_path / "r"), timeout=60)
+    proc = run_cli("run", "--target", "process:lavinmq", "--area", "persist", "--out", str(tmp_path / "r"), timeout=60)
     assert proc.returncode == 2, proc.stdout[-1500:] + proc.stderr[-1500:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "'lavinmq' not found" in lines[0], lines
@@ -91,7 +91,7 @@ def test_cli_with_a_missing_binary_exits_2_in_one_line(tmp_path: Path) -> None:
 def test_proton_example_broker_lifecycle_restart_kill_and_nothing_left() -> None:
     if not Path("/usr/share/proton/examples/python/broker.py").exists():
         pytest.skip("the Proton example broker is not installed (apt-get install libqpid-proton11-dev-examples)")
-    target = make_target("process:targets/proton-example.yaml")
+    target = make_target("process:proton-example")
     target.start()
     try:
         port = target.ports["amqp"]
@@ -118,7 +118,7 @@ def test_persist_area_against_the_debian_rabbitmq_process_target(tmp_path: Path)
     if not Path("/usr/lib/rabbitmq/bin/rabbitmq-server").exists():
         pytest.skip("rabbitmq-server is not installed (apt-get install -y --no-install-recommends rabbitmq-server)")
     out = tmp_path / "run"
-    proc = run_cli("run", "--target", "process:targets/rabbitmq.yaml", "--area", "persist", "--queue-type", "classic",
+    proc = run_cli("run", "--target", "process:rabbitmq", "--area", "persist", "--queue-type", "classic",
                    "--out", str(out), timeout=150)
     assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
     run = read_run(out)
@@ -168,7 +168,7 @@ def test_a_queue_type_with_catalogue_false_is_not_run(tmp_path: Path) -> None:
     if not Path("/usr/lib/rabbitmq/bin/rabbitmq-server").exists():
         pytest.skip("rabbitmq-server is not installed")
     out = tmp_path / "run"
-    proc = run_cli("run", "--target", "process:targets/rabbitmq.yaml", "--profile", "lavinmq-2.4", "-r", "ACK-MULTIPLE-UP-TO-TAG",
+    proc = run_cli("run", "--target", "process:rabbitmq", "--profile", "lavinmq-2.4", "-r", "ACK-MULTIPLE-UP-TO-TAG",
                    "--area", "ack", "--out", str(out), timeout=90)
     assert proc.returncode in (0, 1), proc.stdout[-1500:] + proc.stderr[-1500:]
     recs = list(read_results(out))
@@ -183,7 +183,7 @@ def test_an_attached_process_target_restarts_and_kills_and_the_launcher_still_cl
         pytest.skip("the Proton example broker is not installed")
     from conformance.targets import attach_target
 
-    target = make_target("process:targets/proton-example.yaml")
+    target = make_target("process:proton-example")
     target.start()
     try:
         port, run_dir, token = target.ports["amqp"], target.dir, target.token
