@@ -8,7 +8,7 @@ import pytest
 
 from conformance.catalogue.requirements import requirement
 from conformance.kit.case import Case
-from conformance.pytest_plugin.stash import DEADLINE, planned
+from conformance.pytest_plugin.stash import DEADLINE, params, planned
 from conformance.runner import shared_faults
 from conformance.runner.deadline import Deadline
 
@@ -64,14 +64,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         cls = getattr(item, "cls", None)
         rid = getattr(cls, "requirement", None)
         req = requirement(rid) if rid else None
-        params = item.callspec.params if hasattr(item, "callspec") else {}
-        disrupts = bool(getattr(cls, "disrupts_broker", False))
+        disrupts = planned(item).disrupts
         wanted = (
             (disruptive == "include" or disrupts == (disruptive == "only"))
             and ((not wanted_reqs and not wanted_areas) or rid in wanted_reqs or (req is not None and req.area in wanted_areas))
             and (req is None or req.area not in excluded_areas)
             and (not levels or (req is not None and req.level in levels))
-            and (not queue_types or params.get("queue_type") in queue_types)
+            and (not queue_types or params(item).get("queue_type") in queue_types)
         )
         (keep if wanted else drop).append(item)
     if drop:
