@@ -147,6 +147,19 @@ def test_a_false_first_acquirer_alone_is_no_spec_violation() -> None:
     assert counted.outcome is Outcome.FAIL and counted.spec == "fail"
 
 
+def test_a_broker_that_never_sets_first_acquirer_passes_and_a_counted_first_delivery_still_fails() -> None:
+    """Broker-J's profile documents delivery-count as its signal: a first delivery without
+    first-acquirer is no violation to excuse, and a first delivery counted as a redelivery breaks
+    AMQP 1.0 3.2.1 whatever the profile says."""
+    bj = select_profile("qpid-broker-j", "9.2.0", "amqp-1.0")
+    req = CASES["TestReliableLinkRedelivered"].requirement
+    quiet = with_(RELIABLE, first=[dl("m1", fa=False, count=0)])
+    assert apply_profile(Example("TestReliableLinkRedelivered", "bj", quiet, profile=bj).judge(), req, "classic", bj).outcome is Outcome.PASS
+    counted = with_(RELIABLE, first=[dl("m1", fa=False, count=1)])
+    v = apply_profile(Example("TestReliableLinkRedelivered", "bj", counted, profile=bj).judge(), req, "classic", bj)
+    assert v.outcome is Outcome.FAIL and v.spec == "fail", v
+
+
 def test_drain_crash_is_a_deviation_on_classic_only() -> None:
     assert on_3_10("session-crash", "classic").outcome is Outcome.DEVIATION
     assert "7141" in on_3_10("session-crash", "classic").citation
