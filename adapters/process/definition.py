@@ -30,7 +30,7 @@ from conformance.errors import TargetError, UsageError
 FIELDS = ("name", "binary", "ports", "start", "env", "env_clear_prefixes", "files", "credentials", "url", "ready", "stop")
 BINARY_FIELDS = ("command", "env", "search", "install")
 READY_PROTOCOLS = ("amqp-0-9-1", "amqp-1.0")
-#: Where shipped definitions live (``process:targets/x.yaml`` also works outside a checkout's cwd).
+#: A relative definition path is also looked up from here, so it works outside a checkout's cwd.
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ADAPTERS_DIR = REPO_ROOT / "adapters"
 

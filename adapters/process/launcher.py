@@ -247,5 +247,5 @@ def launch(*, arg: str | None = None, attach: str | None = None, run_dir: str | 
         state = json.loads((Path(attach) / STATE).read_text())
         return ProcessTarget(load_definition(state["definition"]), attach=attach)
     if not arg:
-        raise TargetError("target 'process' needs a definition file: --target process:targets/lavinmq.yaml")
+        raise TargetError("target 'process' needs a definition: a shipped one by name (--target process:lavinmq) or a file (process:FILE.yaml)")
     return ProcessTarget(load_definition(arg), run_dir=run_dir)

@@ -74,6 +74,12 @@ def test_a_missing_binary_names_what_to_install_and_the_env_var(monkeypatch: pyt
 
 
 @needs_entry_points
+def test_process_without_a_definition_names_both_ways_to_give_one() -> None:
+    with pytest.raises(TargetError, match=r"--target process:lavinmq\) or a file \(process:FILE\.yaml\)$"):
+        make_target("process").start()
+
+
+@needs_entry_points
 def test_cli_with_a_missing_binary_exits_2_in_one_line(tmp_path: Path) -> None:
     # run_cli inherits PATH; lavinmq is not installed on this machine, which is the case to test.
     if shutil.which("lavinmq") or os.environ.get("CONFORMANCE_LAVINMQ"):
