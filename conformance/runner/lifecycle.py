@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import conformance
@@ -92,14 +92,7 @@ def start(values: Mapping[str, Any], worker: Mapping[str, Any] | None = None) ->
         server = _probe_server(adapter, url)
         profile = select_profile(server.product, server.version, adapter.protocol, values.get("profile"))
     except Exception as exc:  # noqa: BLE001 - whatever broke, the user gets one line, the node is stopped
-        if mutation_proxy is not None:
-            mutation_proxy.close()
-        if target is not None and not values.get("attach_target"):
-            target.stop()
-        message = scrub(one_line(exc))
-        if worker is None:
-            abort_record(out, message)
-        raise UsageError(message) from None
+        _give_up(scrub(one_line(exc)), out, worker, target, mutation_proxy, bool(values.get("attach_target")))
     state = RunState(
         target=target,
         url=url,
@@ -120,16 +113,23 @@ def start(values: Mapping[str, Any], worker: Mapping[str, Any] | None = None) ->
         try:
             state.preflight = preflight.run_preflight(adapter, url)
         except Exception as exc:  # noqa: BLE001 - the suite's own breakage: one line, nothing left running
-            if mutation_proxy is not None:
-                mutation_proxy.close()
-            if target is not None and not state.attached:
-                target.stop()
-            message = scrub(f"preflight could not run: {one_line(exc)}")
-            abort_record(out, message)
-            raise UsageError(message) from None
+            _give_up(scrub(f"preflight could not run: {one_line(exc)}"), out, worker, target, mutation_proxy, state.attached)
         print(scrub(preflight.render(state.preflight)))
     _cluster_urls(state, values.get("mutation"), worker)
     return state, loaded
+
+
+def _give_up(message: str, out: str | None, worker: Mapping[str, Any] | None, target: Target | None,
+             mutation_proxy: IsolatedFaultProxy | None, attached: bool) -> NoReturn:
+    """The run cannot start: nothing it launched is left running, the controller's run.json says
+    ``aborted`` with ``message``, and the user gets that one line."""
+    if mutation_proxy is not None:
+        mutation_proxy.close()
+    if target is not None and not attached:
+        target.stop()
+    if worker is None:
+        abort_record(out, message)
+    raise UsageError(message) from None
 
 
 def record_start(state: RunState, values: Mapping[str, Any], allure_dir: str | None) -> None:
