@@ -147,9 +147,7 @@ def _attempt(call: CaseCall, state: RunState, case: Case, rerun: str | None) -> 
     history = History()
     if rerun:
         history.add("suite", "rerun", rerun)
-    ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=queue_type,
-                      variant=variant, history=history, target=state.target)
-    ctx.node_urls = state.node_urls
+    ctx = _context(state, req, queue_type, variant, history)
     interrupted = True
     began_at = float("inf")
     # The broker lock is held until the case knows whether the broker stopped answering, and through
@@ -277,8 +275,13 @@ def _context_for(other: PlannedCase, state: RunState) -> CaseContext | None:
     qt = other.queue_type
     if state.dead_cause or _not_applicable(req, state, qt, other.cls().fault_kinds(other.variant)) or preflight.blocking(state.preflight, req) is not None:  # type: ignore[misc]
         return None
-    ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=qt,
-                      variant=other.variant, history=History(), target=state.target)
+    return _context(state, req, qt, other.variant, History())
+
+
+def _context(state: RunState, req: Requirement, queue_type: str | None, variant: str | None, history: History) -> CaseContext:
+    """A case's context on the run's target, adapter and profile (a cluster's node URLs included)."""
+    ctx = CaseContext(adapter=state.adapter, url=state.url, profile=state.profile, requirement=req, queue_type=queue_type,
+                      variant=variant, history=history, target=state.target)
     ctx.node_urls = state.node_urls
     return ctx
 

@@ -30,7 +30,6 @@ class RunState:
     writer: ResultsWriter | None
     keep_history: bool
     dead_cause: str | None = None
-    counts: dict[str, int] = field(default_factory=dict)
     #: The proxy applying ``--mutation`` (controller only) and whether the target is someone else's.
     mutation_proxy: IsolatedFaultProxy | None = None
     attached: bool = False
