@@ -185,10 +185,11 @@ def after_hang(path: str, *, target: Target | None, case_id: str, cause: str, st
     Cases of other workers under way at that moment are named: a silent broker cannot say which
     of them stopped it, and each of them runs again on the restarted broker.
 
-    The restart holds the broker lock (``lock_path``) alone, as a case that kills the broker does:
-    no disruptive case of another worker kills or restarts the node under it. No deadlock: a case
-    takes this record only after its scenario released the broker lock. The case's deadline is
-    disarmed first (a restart takes seconds), and the record is written whatever interrupts it."""
+    The case runner calls this still holding its broker lock, so no disruptive case of another
+    worker (it needs the lock alone) kills or restarts the node under the restart; ``lock_path``
+    takes that lock alone here instead, for a caller that holds none. No deadlock: a case takes the
+    broker lock only after this record (:func:`begin`). The case's deadline is disarmed first (a
+    restart takes seconds), and the record is written whatever interrupts it."""
     with _locked(path, exclusive=True) as fh:
         health = _parse(fh)
         if health.generation != started_generation:
