@@ -7,7 +7,7 @@ ships what both need (``bin/spark-class`` with the Master and Worker classes, ``
 start-connect-server.sh`` and the ``spark-connect`` jar), so both run here offline, on 127.0.0.1, on
 free ports, with nothing from the network.
 
-Every JVM is started in its own session with the marker of a :class:`conformance.runner.supervisor.Supervisor`
+Every JVM is started in its own session with the marker of a :class:`conformance.supervisor.Supervisor`
 watchdog, so none outlives the process that started it, however that process ends (``stop`` or an
 exception, Ctrl-C, SIGKILL). Readiness is awaited on evidence, each with a deadline: the master's
 JSON status lists the worker ALIVE; the Connect server accepts a TCP connection on its gRPC port.
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from conformance.runner.supervisor import Supervisor
+from conformance.supervisor import Supervisor
 from conformance.targets import free_port, wait_until
 
 #: JVM start on a loaded 2-core machine takes 5-20 s; a deadline, not a pause.

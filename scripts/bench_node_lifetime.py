@@ -3,7 +3,7 @@ start, and how long after a SIGKILL of the launching process the node is entirel
 
     PYTHONPATH=. python3 scripts/bench_node_lifetime.py --runs 3
 
-Against a checkout without :mod:`conformance.runner.supervisor` it measures start and stop only, which is
+Against a checkout without :mod:`conformance.supervisor` it measures start and stop only, which is
 how the before/after figures of the watchdog were taken. Prints one line per figure.
 """
 
@@ -39,10 +39,10 @@ def main() -> int:
     summary("node start", starts)
     summary("node stop", stops)
     try:
-        from conformance.runner.supervisor import Supervisor
+        from conformance.supervisor import Supervisor
         from tests.nemesis.test_node_lifetime import start_runner, wait_nothing_left
     except ImportError:
-        print("no conformance.runner.supervisor in this checkout: watchdog figures skipped")
+        print("no conformance.supervisor in this checkout: watchdog figures skipped")
         return 0
     sups = []
     for i in range(5):

@@ -41,7 +41,7 @@ from conformance.errors import (
     PublishNotConfirmed,
     Unsupported,
 )
-from conformance.runner.inflight import inflight
+from conformance.inflight import inflight
 
 # pika logs every socket failure at ERROR with a traceback; this adapter translates each of those
 # failures into the neutral API's errors (ConnectionLost, NoReply, ChannelClosed), which the case

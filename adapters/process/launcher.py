@@ -4,7 +4,7 @@ The definition (see :mod:`adapters.process.definition`) gives the command line w
 this module gives it a private run directory (0700: it holds the broker's password), free loopback
 ports, a data directory that survives restart and kill -9, readiness by protocol handshake, and a
 log file. The broker runs in its own session, so a stop signal or kill -9 reaches its whole process
-group in one call. It never outlives the run: a watchdog (:mod:`conformance.runner.supervisor`) started
+group in one call. It never outlives the run: a watchdog (:mod:`conformance.supervisor`) started
 before the first process stops every process carrying this target's marker and removes the run
 directory when the target stops or the launching process dies, however it dies.
 """
@@ -26,8 +26,8 @@ from urllib.parse import quote
 from adapters.process.definition import Definition, load_definition, render
 from adapters.process.handshake import PROBES
 from conformance.errors import TargetError
-from conformance.runner.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
 from conformance.secrets import SecretUrl, register_url
+from conformance.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
 from conformance.targets import Target, free_port, wait_until
 
 STATE = "target.json"

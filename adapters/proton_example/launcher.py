@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from conformance.errors import TargetError
-from conformance.runner.supervisor import Supervisor, SupervisorError
+from conformance.supervisor import Supervisor, SupervisorError
 from conformance.targets import Target, free_port, probe_tcp, wait_until
 
 DEFAULT_SCRIPT = "/usr/share/proton/examples/python/broker.py"

@@ -5,7 +5,7 @@ its Erlang cookie (through HOME). Nothing system-wide is touched, so several nod
 service can coexist. The node runs in the foreground of its own process group, which is what makes
 kill -9 of the node (the start script and beam) a single signal.
 
-The node never outlives the process that launched it: a watchdog (:mod:`conformance.runner.supervisor`)
+The node never outlives the process that launched it: a watchdog (:mod:`conformance.supervisor`)
 started before the node stops every process of the node and removes its directory when the launcher
 stops it or dies, however it dies. Every socket of the node (AMQP, Erlang distribution, its private
 epmd) listens on 127.0.0.1 only, and the directory that holds the node's password is private (0700,
@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from conformance.errors import TargetError
-from conformance.runner.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
+from conformance.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
 from conformance.targets import Replica, Target, free_port, wait_until
 
 DEFAULT_HOME = "/usr/lib/rabbitmq"

@@ -66,5 +66,5 @@ class SpareNode:
 def _quiet_stop(target: Target) -> None:
     try:
         target.stop()
-    except Exception:  # noqa: BLE001 - its watchdog (conformance.runner.supervisor) still removes it
+    except Exception:  # noqa: BLE001 - its watchdog (conformance.supervisor) still removes it
         pass

@@ -8,9 +8,10 @@ from typing import Iterator
 
 import pytest
 
+from conformance import inflight
 from conformance.kit.case import Case
 from conformance.pytest_plugin.stash import STASH_RESULT, planned, state_of
-from conformance.runner import inflight, records
+from conformance.runner import records
 from conformance.secrets import scrub, scrub_in_place
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
+from conformance import inflight
 from conformance.catalogue.capabilities import applicability
 from conformance.catalogue.requirements import Requirement, requirement
 from conformance.errors import (
@@ -34,11 +35,10 @@ from conformance.runner import (
     allure,
     deadline,
     hangs,
-    inflight,
     liveness,
     preflight,
     records,
-    shared_faults,  # one broker fault shared by the disruptive cases
+    shared_faults,
 )
 from conformance.runner.missing_deliveries import missing_obs
 from conformance.runner.records import Result

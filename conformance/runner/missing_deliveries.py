@@ -1,7 +1,7 @@
 """Missing deliveries: a delivery the scenario was owed that did not come while the broker still
 answered is the broker's failure, judged as a verdict, never the suite's error.
 
-Scenarios wait :data:`DELIVERY_WINDOW_S` for deliveries they expect and raise
+Scenarios wait ``conformance.kit.context.state.DELIVERY_WINDOW_S`` for deliveries they expect and raise
 :class:`conformance.errors.DeliveriesMissing`; once the health probe (conformance.runner.liveness)
 showed the broker still answers, :func:`missing_verdict` judges what arrived.
 """
@@ -12,10 +12,6 @@ from typing import Any
 
 from conformance.errors import DeliveriesMissing
 from conformance.kit.verdicts import Outcome, Verdict
-
-#: How long a scenario waits for deliveries it expects (messages already in the queue). Explicit and
-#: short: a local broker delivers in milliseconds; the window only bounds how long "missing" takes.
-DELIVERY_WINDOW_S = 5.0
 
 
 def missing_obs(exc: DeliveriesMissing) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from adapters.process.definition import load_definition, parse_definition
 from adapters.process.handshake import amqp10_ready
 from conformance.errors import TargetError, UsageError
 from conformance.runner.results import read_results, read_run
-from conformance.runner.supervisor import marked_pids
+from conformance.supervisor import marked_pids
 from conformance.targets import available_launchers, make_target
 from tests.e2e.test_e2e_rabbitmq import run_cli
 from tests.support.kill_loss import unexplained

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from adapters.rabbitmq.launcher import launch
-from conformance.runner.supervisor import MARKER, Supervisor, marked_pids
+from conformance.supervisor import MARKER, Supervisor, marked_pids
 from conformance.targets import wait_until
 from tests.conftest import ROOT, conformance_cmd
 

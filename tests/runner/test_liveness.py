@@ -20,12 +20,13 @@ from pamqp import commands
 from pamqp import header as pheader
 
 from adapters.amqp091.pika_adapter import PikaAdapter
+from conformance import inflight
 from conformance.catalogue.requirements import requirement
 from conformance.errors import DeliveriesMissing, NoReply
 from conformance.kit.verdicts import Outcome
 from conformance.nemesis.mutations import expectations
 from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
-from conformance.runner import inflight, liveness, missing_deliveries, preflight
+from conformance.runner import liveness, missing_deliveries, preflight
 from tests.conftest import conformance_cmd
 from tests.nemesis.test_mutations import IO, C, S, decoded, deliver, frames091, run
 

@@ -17,8 +17,8 @@ import hashlib
 from conformance.catalogue.profiles import Profile
 from conformance.errors import AdapterError, ConnectionLost
 from conformance.kit.case import Case, CaseContext, Obs
+from conformance.kit.context.state import DELIVERY_WINDOW_S
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
-from conformance.runner.missing_deliveries import DELIVERY_WINDOW_S
 
 #: How long the producer waits for the broker's basic.ack of the edge-case publish.
 CONFIRM_WINDOW_S = DELIVERY_WINDOW_S

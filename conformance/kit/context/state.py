@@ -21,6 +21,9 @@ Obs = dict[str, Any]
 
 #: Generous bound on any single wait inside a case; the case deadline bounds the whole.
 WAIT_S = 10.0
+#: How long a scenario waits for deliveries it expects (messages already in the queue). Explicit and
+#: short: a local broker delivers in milliseconds; the window only bounds how long "missing" takes.
+DELIVERY_WINDOW_S = 5.0
 
 
 def sentinel_body(mid: str) -> bytes:

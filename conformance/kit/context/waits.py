@@ -9,8 +9,7 @@ from typing import Any, Callable
 from conformance.api import AckMode, Consumer, Delivery, QueueStats
 from conformance.errors import ChannelClosed, DeliveriesMissing, OperationTimeout, TargetCannot
 from conformance.kit.context.queues import Queues
-from conformance.kit.context.state import WAIT_S, Obs, sentinel_body
-from conformance.runner.missing_deliveries import DELIVERY_WINDOW_S
+from conformance.kit.context.state import DELIVERY_WINDOW_S, WAIT_S, Obs, sentinel_body
 
 
 class Waits(Queues):

@@ -43,7 +43,7 @@ from conformance.errors import (
     SettlementRefused,
     Unsupported,
 )
-from conformance.runner.inflight import inflight
+from conformance.inflight import inflight
 from conformance_stomp.admin import admin_for
 from conformance_stomp.dialect import Dialect, dialect_for
 

@@ -2,7 +2,7 @@
 RabbitMQ node with its bundled ``rabbitmq_stomp`` plugin.
 
 Both follow the core's rules for launched brokers: free loopback ports, a private 0700 directory,
-and the core's watchdog (:mod:`conformance.runner.supervisor`) started first, so the broker never outlives
+and the core's watchdog (:mod:`conformance.supervisor`) started first, so the broker never outlives
 the run however it ends. Readiness is the protocol's own handshake (CONNECT answered by
 CONNECTED), never a sleep.
 """
@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode, free_port, write_private
 from conformance.errors import TargetError
-from conformance.runner.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
+from conformance.supervisor import MARKER, Supervisor, SupervisorError, exited, teardown
 from conformance.targets import Target, wait_until
 
 ACTIVEMQ_HOME = "/usr/share/activemq"
