@@ -226,6 +226,17 @@ def test_the_catalogue_imports_no_nemesis() -> None:
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.parametrize("tree,folder", [("conformance", "kit"), ("conformance", "cases"), ("adapters", ""), ("conformance_stomp", "")])
+def test_cases_adapters_and_launchers_import_nothing_from_the_runner(tree: str, folder: str) -> None:
+    """The case kit, the cases and every plugin see the plugin API at conformance/'s root and the kit,
+    never the runner that drives them (the in-flight marker and the supervisor are root modules)."""
+    base = TREES[tree] / folder if folder else TREES[tree]
+    named = {name: path for name, path in modules({tree: TREES[tree]}).items() if path.is_relative_to(base)}
+    bad = [f"{name} imports {module}" for name, path in named.items() for module, _ in imported_names(path, name)
+           if module == "conformance.runner" or module.startswith("conformance.runner.")]
+    assert not bad, "\n".join(bad)
+
+
 # --- the runner runs without pytest ---------------------------------------------------------------
 
 #: What only the pytest plugin may import: pytest and its machinery (a runner module takes plain values).
