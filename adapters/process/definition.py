@@ -6,8 +6,9 @@ the restart and kill -9 cases then run against it with no Python written. Every 
 placeholders, filled when the target is prepared:
 
     {binary}      the resolved broker binary          {run_dir}   the target's private directory
-    {data_dir}    {run_dir}/data, kept across restart {token}     a random hex id for this target
-    {port[NAME]}  a free loopback port per name       {user} {password}  the credentials of `url`
+    {binary_dir}  the directory holding the binary    {token}     a random hex id for this target
+    {data_dir}    {run_dir}/data, kept across restart {user} {password}  the credentials of `url`
+    {port[NAME]}  a free loopback port per name
 
 A literal brace is written twice (``{{`` ``}}``), as in Python's str.format.
 """
@@ -27,7 +28,8 @@ from conformance import yamlio
 from conformance.errors import TargetError, UsageError
 
 #: Top-level keys of a definition; anything else is a typo and refused.
-FIELDS = ("name", "binary", "ports", "start", "env", "env_clear_prefixes", "files", "credentials", "url", "ready", "stop")
+FIELDS = ("name", "binary", "ports", "start", "env", "env_clear_prefixes", "files", "links", "credentials", "url", "ready",
+          "stop", "no_store")
 BINARY_FIELDS = ("command", "env", "search", "install")
 READY_PROTOCOLS = ("amqp-0-9-1", "amqp-1.0")
 #: A relative definition path is also looked up from here, so it works outside a checkout's cwd.
@@ -37,7 +39,10 @@ ADAPTERS_DIR = REPO_ROOT / "adapters"
 
 @dataclass(frozen=True)
 class Binary:
-    """Where the broker binary comes from: an env var naming a path, else the search dirs, else PATH."""
+    """Where the broker binary comes from: an env var naming a path, else the search dirs, else PATH.
+
+    A relative search dir is read from the suite's checkout (``../shared/brokers/...`` finds the
+    builds a development machine keeps beside it) and then from the working directory."""
 
     command: str
     env: str | None
@@ -53,12 +58,19 @@ class Binary:
             raise TargetError(f"target {target}: ${self.env}={path} is not a file; point it at the {self.command} binary")
         # The definition's own search dirs first: they name the right binary where PATH has a wrapper
         # (Debian's /usr/sbin/rabbitmq-server switches to the rabbitmq user; /usr/lib/rabbitmq/bin does not).
-        found = next((str(Path(d) / self.command) for d in self.search if (Path(d) / self.command).is_file()), None) or shutil.which(self.command)
+        found = next((str(p.resolve()) for p in self.candidates() if p.is_file()), None) or shutil.which(self.command)
         if found:
             return found
         how = f"set ${self.env} to its path, or " if self.env else ""
         raise TargetError(f"target {target}: broker binary {self.command!r} not found on PATH"
                           f"{' or in ' + ', '.join(self.search) if self.search else ''}; {how}install it ({self.install})")
+
+    def candidates(self) -> list[Path]:
+        out: list[Path] = []
+        for d in self.search:
+            bases = [Path(d)] if Path(d).is_absolute() else [REPO_ROOT / d, Path.cwd() / d]
+            out.extend(base / self.command for base in bases)
+        return out
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,9 @@ class Definition:
     env: dict[str, str]
     env_clear_prefixes: tuple[str, ...]
     files: dict[str, str]
+    #: Symbolic links made in the run directory (path inside it -> what it points at), e.g. a private
+    #: library directory for a build whose own links were flattened when it was copied.
+    links: dict[str, str]
     user: str
     password: str | None  # None: a random one per target
     url: str
@@ -81,6 +96,10 @@ class Definition:
     ready_timeout_s: float
     stop_signal: int
     stop_timeout_s: float
+    #: Why this broker keeps nothing across a restart (no store module, in memory only), or None when
+    #: its data directory holds its durable state. Restart and kill cases are then ``unsupported
+    #: (no-fault)`` in these words: the target cannot take a restart on its own data.
+    no_store: str | None = None
 
 
 def _str_map(raw: Any, where: str) -> dict[str, str]:
@@ -126,9 +145,14 @@ def parse_definition(data: Any, origin: str) -> Definition:
         raise UsageError(f"{origin}: credentials: expected user and password (password 'random' for a fresh one)")
     password = creds.get("password", "random")
     files = _str_map(data.get("files"), f"{origin}: files")
-    for rel in files:
-        if Path(rel).is_absolute() or ".." in Path(rel).parts:
-            raise UsageError(f"{origin}: files: {rel!r} must be a path inside the run directory")
+    links = _str_map(data.get("links"), f"{origin}: links")
+    for key, names in (("files", files), ("links", links)):
+        for rel in names:
+            if Path(rel).is_absolute() or ".." in Path(rel).parts:
+                raise UsageError(f"{origin}: {key}: {rel!r} must be a path inside the run directory")
+    no_store = data.get("no_store")
+    if no_store is not None and not (isinstance(no_store, str) and no_store.strip()):
+        raise UsageError(f"{origin}: no_store: expected one line saying why the broker keeps nothing across a restart")
     return Definition(
         name=str(data["name"]),
         path=origin,
@@ -139,6 +163,7 @@ def parse_definition(data: Any, origin: str) -> Definition:
         env=_str_map(data.get("env"), f"{origin}: env"),
         env_clear_prefixes=tuple(data.get("env_clear_prefixes") or ()),
         files=files,
+        links=links,
         user=str(creds.get("user", "guest")),
         password=None if password == "random" else str(password),
         url=str(data["url"]),
@@ -147,6 +172,7 @@ def parse_definition(data: Any, origin: str) -> Definition:
         ready_timeout_s=float(ready.get("timeout_s", 60)),
         stop_signal=sig,
         stop_timeout_s=float(stop.get("timeout_s", 30)),
+        no_store=" ".join(no_store.split()) if no_store else None,
     )
 
 

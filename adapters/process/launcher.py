@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -71,8 +72,9 @@ class ProcessTarget(Target):
 
     def _values(self) -> dict[str, Any]:
         assert self.dir is not None
-        return {"binary": self.binary, "run_dir": str(self.dir), "data_dir": str(self.dir / "data"), "token": self.token,
-                "port": self.ports, "user": self.d.user, "password": self.password}
+        return {"binary": self.binary, "binary_dir": str(Path(self.binary).parent), "run_dir": str(self.dir),
+                "data_dir": str(self.dir / "data"), "token": self.token, "port": self.ports, "user": self.d.user,
+                "password": self.password}
 
     def _prepare(self) -> None:
         self.binary = self.d.binary.resolve(self.name)  # before anything is created: a missing binary is one line
@@ -83,6 +85,10 @@ class ProcessTarget(Target):
         values = self._values()
         for rel, text in self.d.files.items():
             write_private(self.dir / render(rel, values, self.d.path), render(text, values, self.d.path))
+        for rel, to in self.d.links.items():
+            link = self.dir / render(rel, values, self.d.path)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(render(to, values, self.d.path))
         self._set_url()
         self._save_state()
 
@@ -121,6 +127,15 @@ class ProcessTarget(Target):
 
     @property
     def can_restart(self) -> bool:
+        return True
+
+    @property
+    def no_store(self) -> str | None:
+        """Why this broker keeps nothing across a restart (the definition says), or None."""
+        return self.d.no_store
+
+    @property
+    def can_pause(self) -> bool:
         return True
 
     def _pid(self) -> int | None:
@@ -208,6 +223,28 @@ class ProcessTarget(Target):
         self.shutdown()
         self.start()
 
+    def pause(self) -> None:
+        """SIGSTOP to the broker's process group: its sockets stay open and nothing is answered."""
+        self._note("pause (SIGSTOP)")
+        self._signal_only(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after :meth:`pause`; returns when the broker answers its protocol header again."""
+        self._note("resume (SIGCONT)")
+        self._signal_only(signal.SIGCONT)
+        port = self.ports[self.d.ready_port]
+        if not wait_until(lambda: PROBES[self.d.ready_protocol](port), self.d.ready_timeout_s, 0.05):
+            raise TargetError(f"target {self.name} did not answer on port {port} within {self.d.ready_timeout_s:.0f}s after SIGCONT")
+
+    def _signal_only(self, sig: int) -> None:
+        pid = self._pid()
+        if pid is None or self._gone(pid):
+            raise TargetError(f"target {self.name} is not running")
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            raise TargetError(f"target {self.name} is not running") from None
+
     def check_alive(self) -> str | None:
         if not self.running():
             return f"target {self.name} is not running"
@@ -219,11 +256,13 @@ class ProcessTarget(Target):
         return {"launcher": "process", "node_dir": str(self.dir), "definition": self.d.path}
 
     def _log_tail(self) -> str:
+        """Why the broker did not start, in its own words: its last error line since this start (a
+        stack trace's frames and a banner are not the reason), else its last lines."""
         try:
-            lines = [ln for ln in self.log_file.read_text(errors="replace").splitlines() if ln.strip() and not ln.startswith("====")]
+            text = self.log_file.read_text(errors="replace")
         except OSError:
-            lines = []
-        return (" | ".join(lines[-3:]) or "no log output").replace(self.password, "***")
+            text = ""
+        return (broker_error_line(text) or "no log output").replace(self.password, "***")
 
     def stop(self) -> None:
         """Everything goes through the watchdog (the same path as when this process dies)."""
@@ -239,6 +278,25 @@ class ProcessTarget(Target):
         self._supervisor, self.proc = None, None
         supervisor.stop_and_reap(started, f"target {self.name}")
         self.dir = None
+
+
+#: A line that states an error, in the words brokers use (LavinMQ: "Unhandled exception: ...",
+#: qpidd: "[Broker] critical ...", Erlang: "error:" / "failed"); a stack frame is never one.
+_ERROR_WORDS = re.compile(r"\b(error|fatal|critical|exception|panic|failed|cannot|can't|unable|in use|denied|invalid|"
+                          r"unknown option|unrecognised|unrecognized|no such)\b", re.IGNORECASE)
+_FRAME = re.compile(r"^\s+(from|at)\s|^\s*from \?\?\?|^\s+\S+\.(cr|c|cc|cpp|erl|py|java):\d+")
+
+
+def broker_error_line(log: str) -> str:
+    """The broker's own error line from the log of its last start: the last line that states an
+    error; else the last three lines."""
+    start = log.rfind("==== conformance")
+    since = log[start:] if start >= 0 else log
+    lines = [ln.strip() for ln in since.splitlines() if ln.strip() and not ln.startswith("====") and not _FRAME.search(ln)]
+    errors = [ln for ln in lines if _ERROR_WORDS.search(ln)]
+    if errors:
+        return errors[-1][:400]
+    return " | ".join(lines[-3:])[:400]
 
 
 def launch(*, arg: str | None = None, attach: str | None = None, run_dir: str | None = None, **_: object) -> ProcessTarget:

@@ -55,8 +55,9 @@ class FaultKind:
     #: Whether ``target`` (a conformance.targets.Target, or None for a URL the suite only connects
     #: to) offers :attr:`ability`.
     offered_by: Callable[[Any], bool] = field(default=_any_target, repr=False)
-    #: Why a target without the ability cannot take it; ``{target}`` is the target's name.
-    cannot: str = ""
+    #: Why a target without the ability cannot take it; ``{target}`` is the target's name. A
+    #: function of the target when the reason depends on it.
+    cannot: str | Callable[[Any], str] = ""
     #: The nemesis's act: (target) for a broker kind, (cluster operations, node) for a node kind; a
     #: connection kind is fired by the fault proxy on its frame instead.
     fire: Callable[..., None] = field(default=_nothing, repr=False)
@@ -69,6 +70,8 @@ class FaultKind:
 
     def cannot_take(self, target: Any) -> str:
         """The reason a target without the ability gives: the kind's words with the target's name."""
+        if callable(self.cannot):
+            return self.cannot(target)
         return self.cannot.format(target=getattr(target, "name", None) or "this target")
 
     def __str__(self) -> str:
@@ -103,16 +106,37 @@ def _launched(target: Any) -> bool:
     return target is not None and bool(target.can_restart)
 
 
-_NOT_LAUNCHED = "{target} cannot be restarted or killed by the suite; broker faults need a launched target"
+def _keeps_data(target: Any) -> bool:
+    """A launched node that keeps its durable state across a restart: a restart "on its own data"
+    means nothing on a broker with no store (it would come back empty, which is not the broker's
+    failure to persist but the target's inability to take the fault)."""
+    return _launched(target) and not getattr(target, "no_store", None)
+
+
+def _cannot_restart(target: Any) -> str:
+    name = getattr(target, "name", None) or "this target"
+    if _launched(target) and getattr(target, "no_store", None):
+        return f"{name} keeps nothing across a restart: {target.no_store}; restart and kill cases need a target with a store"
+    return f"{name} cannot be restarted or killed by the suite; broker faults need a launched target"
+
+
+def _pausable(target: Any) -> bool:
+    return target is not None and bool(getattr(target, "can_pause", False))
+
 
 RESTART = FaultKind(
     "restart", BROKER, "a graceful restart of the node the suite launched; every connection is gone afterwards",
-    ability="fault.restart", offered_by=_launched, cannot=_NOT_LAUNCHED,
+    ability="fault.restart", offered_by=_keeps_data, cannot=_cannot_restart,
     fire=lambda target: target.restart(), back_event="restart")
 KILL = FaultKind(
     "kill", BROKER, "kill -9 of the node the suite launched, then a start on its own data",
-    ability="fault.restart", offered_by=_launched, cannot=_NOT_LAUNCHED,
+    ability="fault.restart", offered_by=_keeps_data, cannot=_cannot_restart,
     fire=lambda target: target.kill(), heal=lambda target: target.start(), fired_event="kill -9")
+PAUSE = FaultKind(
+    "pause", BROKER, "SIGSTOP of the node the suite launched (its sockets stay open, nothing is answered), then SIGCONT",
+    ability="fault.pause", offered_by=_pausable,
+    cannot="{target} cannot be paused by the suite; a pause needs a process the suite launched",
+    fire=lambda target: target.pause(), heal=lambda target: target.resume(), fired_event="SIGSTOP", back_event="SIGCONT")
 NODE_KILL = FaultKind(
     "node-kill", NODE, "kill -9 of one node of a cluster the suite launched, while the others serve",
     ability="fault.node-kill", offered_by=_cluster,
@@ -130,7 +154,7 @@ _CONNECTION_DOES = {
 CONNECTION_KINDS = {a.value: FaultKind(a.value, CONNECTION, does) for a, does in _CONNECTION_DOES.items()}
 
 #: Every kind by name.
-KINDS: dict[str, FaultKind] = {k.name: k for k in (*CONNECTION_KINDS.values(), RESTART, KILL, NODE_KILL)}
+KINDS: dict[str, FaultKind] = {k.name: k for k in (*CONNECTION_KINDS.values(), RESTART, KILL, PAUSE, NODE_KILL)}
 
 
 def kind(value: FaultKind | str) -> FaultKind:
