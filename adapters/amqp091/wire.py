@@ -59,6 +59,7 @@ def describe(raw: bytes) -> str:
 
 class Amqp091Codec(BufferedCodec):
     protocol = "amqp-0-9-1"
+    frame_names = frozenset({*NAMES.values(), "protocol-header", "content-header", "content-body", "heartbeat"})
 
     @classmethod
     def matches(cls, header: bytes) -> bool:

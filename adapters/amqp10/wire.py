@@ -84,6 +84,7 @@ def _describe_header(raw: bytes) -> str:
 
 class Amqp10Codec(BufferedCodec):
     protocol = "amqp-1.0"
+    frame_names = frozenset({*PERFORMATIVES.values(), "protocol-header", "empty"})
 
     @classmethod
     def matches(cls, header: bytes) -> bool:

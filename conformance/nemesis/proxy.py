@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Self
 from urllib.parse import urlsplit, urlunsplit
 
+from conformance.errors import Unsupported
 from conformance.nemesis.faults import Action, Fault, Moment, Sender
 from conformance.nemesis.mutations import Mutation, Mutator, Probe, alters
 from conformance.nemesis.mutations import make as make_mutation
-from conformance.nemesis.wire import Codec, Frame, MalformedFrame, codec_for_any
+from conformance.nemesis.wire import Codec, Frame, MalformedFrame, codec_for_any, frame_names
 
 READ_CHUNK = 256 * 1024
 CONNECT_TIMEOUT_S = 5.0
@@ -259,6 +260,23 @@ class ProxyBase:
     def close(self) -> None:
         raise NotImplementedError
 
+    #: The protocol the proxied clients speak, when the case's adapter says: a fault on a frame that
+    #: protocol has no frame of that name for could never fire, and :meth:`expressible` says so.
+    protocol: str | None = None
+
+    def expressible(self, fault: Fault) -> Fault:
+        """``fault`` when every frame it (and the faults it follows) names exists in :attr:`protocol`;
+        else :class:`Unsupported` (cannot-express): the scenario is written in another protocol's
+        frames, so the case cannot be put to this one, which is not the broker's doing."""
+        names = frame_names(self.protocol) if self.protocol else frozenset()
+        f: Fault | None = fault
+        while names and f is not None:
+            if f.frame != "*" and f.frame not in names:
+                raise Unsupported(f"the case's fault names the frame {f.frame!r}, which {self.protocol} does not have "
+                                  f"(its frames: {', '.join(sorted(names))})")
+            f = f.following
+        return fault
+
     def arm(self, fault: Fault) -> Fault:
         """Watch every connection for ``fault``'s frame; ``fault.fired`` is set once it acted."""
         raise NotImplementedError
@@ -372,6 +390,7 @@ class FaultProxy(ProxyBase):
     # -- faults --------------------------------------------------------------------------------
 
     def arm(self, fault: Fault) -> Fault:
+        self.expressible(fault)
         self._faults = [*[f for f in self._faults if not f.fired.is_set()], fault]
         return fault
 

@@ -135,6 +135,7 @@ class IsolatedFaultProxy(ProxyBase):
     # -- the case-facing interface -------------------------------------------------------------
 
     def arm(self, fault: Fault) -> Fault:
+        self.expressible(fault)
         if fault.following is not None and id(fault.following) not in self._fault_ids:
             raise ValueError(f"fault {fault.describe()!r} follows a fault not armed on this proxy; arm that one first")
         fid = next(self._ids)

@@ -39,6 +39,9 @@ class Codec(Protocol):
 
     #: The protocol's name as result records spell it ("amqp-0-9-1", "amqp-1.0").
     protocol: str
+    #: Every frame name :meth:`feed` can give (a fault naming another can never fire on this
+    #: protocol); a codec that cannot list them leaves this empty and nothing is checked.
+    frame_names: frozenset[str]
 
     def feed(self, data: bytes) -> list[Frame]:
         """Append ``data``; return every frame now complete. Raises MalformedFrame on bad framing."""
@@ -72,3 +75,13 @@ def codec_for_any(first: bytes) -> type[Codec] | None:
         if codec.matches(first):
             return codec  # type: ignore[no-any-return]
     return None
+
+
+def frame_names(protocol: str) -> frozenset[str]:
+    """The frame names the installed codec of ``protocol`` gives (empty: unknown, not checked)."""
+    from conformance.plugins import load_group
+
+    for codec in load_group(WIRE_GROUP).values():
+        if getattr(codec, "protocol", None) == protocol:
+            return frozenset(getattr(codec, "frame_names", ()) or ())
+    return frozenset()

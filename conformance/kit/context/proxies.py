@@ -20,6 +20,7 @@ class Proxies(Connections):
         Its relay runs in a process of its own so that neither the client's speed nor a fault's
         timing depends on who holds this process's GIL."""
         p = IsolatedFaultProxy.for_url(self.url, on_event=lambda text: self.history.add("proxy", "event", text))
+        p.protocol = self.adapter.protocol
         p.start()
         self.proxies.append(p)
         self.history.add("suite", "proxy", f"127.0.0.1:{p.port} -> {p.upstream[0]}:{p.upstream[1]}")
