@@ -26,6 +26,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     -o DPkg::Lock::Timeout=900 "${missing[@]}" >/dev/null
 fi
+# The seed brokers built from their upstream tags (LavinMQ 1.3.1 and 2.9.1, qpidd 1.39.0), where a
+# development or CI machine keeps them beside the checkout: their runtime libraries, so that the
+# process targets and the tests that run the catalogue on them can start them.
+if [ -x ../shared/brokers/deps.sh ]; then
+  echo "install: the seed brokers' runtime libraries (../shared/brokers/deps.sh)" >&2
+  ../shared/brokers/deps.sh
+fi
 echo "install: python package and dependencies" >&2
 # The docs extra brings mkdocs: the tests build the manual (docs/) with --strict.
 PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check -e '.[docs]'

@@ -1,0 +1,52 @@
+"""The whole catalogue on each seed server the machine keeps in ../shared/brokers (LavinMQ 1.3.1 and
+2.9.1, qpidd 1.39.0), the way a user runs it: ``conformance run --target process:<definition>`` with
+the binary in the definition's environment variable, default workers, an existing --out folder.
+
+Each run is compared cell by cell with the reviewed expectation file of that broker version
+(tests/e2e/expected/); a changed verdict fails and names the cell. A server that is absent skips
+with one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conformance.runner.results import read_results, read_run
+from tests.e2e.seed_brokers import EXPECTED, differences, load
+from tests.conftest import conformance_cmd
+
+NAMES = sorted(p.stem for p in EXPECTED.glob("*.yaml"))
+
+
+def test_each_seed_server_has_an_expectation_file() -> None:
+    assert set(NAMES) >= {"lavinmq-1.3.1", "lavinmq-2.9.1", "qpid-cpp-1.39.0"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_expectation_file_is_reviewed_and_well_formed(name: str) -> None:
+    """Loading checks the file: a verdict per cell, a why for each fail and deviation, a kind for
+    each unsupported, nothing left UNREVIEWED; and it covers the whole catalogue, not a selection."""
+    assert len(load(EXPECTED / f"{name}.yaml").cells) > 100
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_catalogue_on_the_seed_server_matches_its_reviewed_expectation(name: str, tmp_path: Path) -> None:
+    expected = load(EXPECTED / f"{name}.yaml")
+    binary = expected.binary_path()
+    if binary is None:
+        pytest.skip(f"{expected.product} {expected.version} absent: set ${expected.env} or keep {expected.binary} beside the checkout")
+    out = tmp_path / "run"
+    out.mkdir()  # an existing --out folder, as users have
+    env = {**os.environ, expected.env: str(binary)}
+    proc = subprocess.run(conformance_cmd("run", "--target", expected.target, "--adapter", expected.adapter, "--out", str(out)),
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = read_run(out)
+    assert (run["product"], run["version"]) == (expected.product, expected.version), (
+        f"${expected.env}={binary} is {run['product']} {run['version']}, not {expected.product} {expected.version}")
+    records = list(read_results(out))
+    changed = differences(expected, records)
+    assert not changed, f"{len(changed)} cell(s) of {expected.path.name} changed:\n" + "\n".join(changed)
