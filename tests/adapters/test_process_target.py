@@ -58,11 +58,22 @@ def test_a_bad_definition_is_refused_in_one_line(change: dict, message: str) -> 
     assert message in str(exc.value) and "\n" not in str(exc.value)
 
 
+def without_local_builds(tmp_path: Path, name: str = "lavinmq") -> Path:
+    """A copy of a shipped definition that looks only where nothing is (this machine may keep the
+    broker's build in ../shared/brokers, which the shipped definition finds)."""
+    data = yaml.safe_load((ROOT / "adapters" / "lavinmq" / "targets" / f"{name}.yaml").read_text())
+    data["binary"]["search"] = ["/nonexistent"]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 @needs_entry_points
-def test_a_missing_binary_names_what_to_install_and_the_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_binary_names_what_to_install_and_the_env_var(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("CONFORMANCE_LAVINMQ", raising=False)
-    target = make_target("process:lavinmq")  # a shipped definition by its name, as the docs spell it
+    assert make_target("process:lavinmq").d.binary.search[0] == "../shared/brokers/lavinmq-2.9.1"  # found by its name, as the docs spell it
+    target = make_target(f"process:{without_local_builds(tmp_path)}")
     with pytest.raises(TargetError) as exc:
         target.start()
     text = str(exc.value)
@@ -81,10 +92,10 @@ def test_process_without_a_definition_names_both_ways_to_give_one() -> None:
 
 @needs_entry_points
 def test_cli_with_a_missing_binary_exits_2_in_one_line(tmp_path: Path) -> None:
-    # run_cli inherits PATH; lavinmq is not installed on this machine, which is the case to test.
+    # run_cli inherits PATH; lavinmq is not installed system-wide on this machine, which is the case to test.
     if shutil.which("lavinmq") or os.environ.get("CONFORMANCE_LAVINMQ"):
         pytest.skip("lavinmq is installed here")
-    proc = run_cli("run", "--target", "process:lavinmq", "--area", "persist", "--out", str(tmp_path / "r"), timeout=60)
+    proc = run_cli("run", "--target", f"process:{without_local_builds(tmp_path)}", "--area", "persist", "--out", str(tmp_path / "r"), timeout=60)
     assert proc.returncode == 2, proc.stdout[-1500:] + proc.stderr[-1500:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "'lavinmq' not found" in lines[0], lines
