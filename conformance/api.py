@@ -308,8 +308,9 @@ def adapters() -> dict[str, type[Adapter]]:
     return load_group(ADAPTER_GROUP)
 
 
-def adapter_for(scheme: str, preferred: str | None = None) -> type[Adapter]:
-    """The adapter for a URL scheme, or the one the user named."""
+def adapter_for(scheme: str, preferred: str | None = None, protocol: str | None = None) -> type[Adapter]:
+    """The adapter the user named; else one for the URL scheme, speaking ``protocol`` when the target
+    says which it speaks (an ``amqp://`` URL is AMQP 0-9-1 on one broker and AMQP 1.0 on another)."""
     from conformance.errors import UsageError
 
     if preferred:  # only the named plugin is imported: a broken one nobody selected cannot abort a run
@@ -329,7 +330,9 @@ def adapter_for(scheme: str, preferred: str | None = None) -> type[Adapter]:
         check_declared(chosen)
         return chosen
     found = adapters()
-    candidates: Iterable[type[Adapter]] = (a for a in found.values() if scheme in a.schemes)
+    candidates: Iterable[type[Adapter]] = [a for a in found.values() if scheme in a.schemes]
+    if protocol and any(a.protocol == protocol for a in candidates):
+        candidates = [a for a in candidates if a.protocol == protocol]
     chosen = sorted(candidates, key=lambda a: a.name)
     if not chosen:
         raise UsageError(f"no installed adapter speaks {scheme!r}; installed: {', '.join(sorted(found)) or 'none'}")

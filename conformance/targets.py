@@ -46,6 +46,9 @@ class Target(abc.ABC):
     url: str = field(default="", repr=False)
     #: Free-form facts for the run metadata (node name, data dir, ...). Never secrets.
     facts: dict[str, str] = field(default_factory=dict)
+    #: The protocol the target is known to speak ("amqp-1.0"), when its URL's scheme does not say:
+    #: the adapter is then picked by it unless the user names one. None: the scheme decides.
+    protocol: str | None = None
 
     @property
     def display_url(self) -> str:

@@ -46,7 +46,7 @@ class ProcessTarget(Target):
     """One broker process started from a definition file, on loopback, with private ports and data."""
 
     def __init__(self, definition: Definition, *, run_dir: str | None = None, attach: str | None = None) -> None:
-        super().__init__(name=definition.name)
+        super().__init__(name=definition.name, protocol=definition.ready_protocol)
         self.d = definition
         self.proc: subprocess.Popen[bytes] | None = None
         self._supervisor: Supervisor | None = None

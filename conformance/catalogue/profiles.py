@@ -554,8 +554,14 @@ def profile_digest(profile: Profile) -> str:
     import hashlib
     import json
 
-    text = json.dumps(_canonical(profile), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = json.dumps(profile_data(profile), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def profile_data(profile: Profile) -> dict[str, Any]:
+    """The resolved profile as plain JSON data, what :func:`profile_digest` hashes: a run keeps it in
+    run.json so that a gate across releases can show which entries differ between two runs."""
+    return _canonical(profile)
 
 
 #: Profile fields that are not profile data: where the file lies, which server the run met.

@@ -245,7 +245,7 @@ def command(args: Any) -> int:
     except TargetError as exc:  # an unreachable broker is one line (exit 2), not a traceback
         raise UsageError(str(exc)) from None
     try:
-        adapter = adapter_for(urlsplit(str(target.url)).scheme, args.adapter)()
+        adapter = adapter_for(urlsplit(str(target.url)).scheme, args.adapter, target.protocol)()
         results = check(adapter, target.url)
     finally:
         target.stop()

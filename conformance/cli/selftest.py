@@ -81,7 +81,7 @@ def command(args: argparse.Namespace) -> int:
     except ConformanceError as exc:
         raise UsageError(str(exc).replace(args.target, redact(args.target))) from None
     try:
-        adapter_cls = adapter_for(urlsplit(target.url).scheme, args.adapter)
+        adapter_cls = adapter_for(urlsplit(target.url).scheme, args.adapter, target.protocol)
         protocol = adapter_cls().protocol
         check(vars(args), packs.adapter_entry_name(adapter_cls), options)  # its package's packs, before expectations are read
         opts = Options(packs=args.pack or [], target_url=target.url, handle=target.handle(), protocol=protocol, out=out, adapter=args.adapter,

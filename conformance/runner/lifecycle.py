@@ -24,7 +24,7 @@ import conformance
 from conformance.api import Adapter, adapter_for
 from conformance.catalogue import packs
 from conformance.catalogue.packs import Pack
-from conformance.catalogue.profiles import select_profile
+from conformance.catalogue.profiles import profile_data, select_profile
 from conformance.catalogue.requirements import catalogue_digest
 from conformance.errors import ConformanceError, NoReply, OperationTimeout, TargetError, UsageError
 from conformance.nemesis.cluster import merge_mutation_stats, mutated_node_urls
@@ -87,7 +87,7 @@ def start(values: Mapping[str, Any], worker: Mapping[str, Any] | None = None) ->
                 mutation_proxy = IsolatedFaultProxy.for_url(url, mutation=mutation).start()
                 url = SecretUrl(mutation_proxy.url(url))
         scheme = urlsplit(url).scheme
-        adapter = adapter_for(scheme, values.get("adapter"))()
+        adapter = adapter_for(scheme, values.get("adapter"), getattr(target, "protocol", None))()
         loaded = check(values, packs.adapter_entry_name(type(adapter)))  # the packs its package ships too
         server = _probe_server(adapter, url)
         profile = select_profile(server.product, server.version, adapter.protocol, values.get("profile"))
@@ -145,6 +145,8 @@ def record_start(state: RunState, values: Mapping[str, Any], allure_dir: str | N
                 "python": platform.python_version(),
                 "target_facts": state.target.facts if state.target else {},
                 "profile_path": state.profile.path,
+                # the resolved profile itself: a gate across releases lists the entries two runs' profiles differ in
+                "profile_data": profile_data(state.profile),
                 "repeat": values.get("repeat"),
                 "status": "running",
                 "preflight": [c.as_record() for c in state.preflight],
