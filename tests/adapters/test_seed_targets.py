@@ -134,3 +134,13 @@ def test_the_error_line_is_the_last_stated_error_since_the_last_start() -> None:
     qpidd = "2026-11-25 13:50:40 [Broker] notice Broker (pid=1) start-up\n2026-11-25 13:50:40 [Broker] critical Unexpected error: Cannot bind to 127.0.0.1:5672\n"
     assert broker_error_line(qpidd).endswith("critical Unexpected error: Cannot bind to 127.0.0.1:5672")
     assert broker_error_line("one\ntwo\nthree\nfour\n") == "two | three | four"
+
+
+def test_a_target_that_speaks_amqp_1_0_gets_the_1_0_adapter_unless_one_is_named() -> None:
+    from conformance.api import adapter_for
+
+    qpidd = ProcessTarget(load_definition("qpidd"))
+    assert qpidd.protocol == "amqp-1.0"
+    assert adapter_for("amqp", None, qpidd.protocol).protocol == "amqp-1.0"
+    assert adapter_for("amqp", None, None).protocol == "amqp-0-9-1"  # an amqp:// URL alone stays 0-9-1
+    assert adapter_for("amqp", "pika", qpidd.protocol).protocol == "amqp-0-9-1"  # the user's choice wins
