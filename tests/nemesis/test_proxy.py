@@ -291,3 +291,24 @@ def test_amqp10_frames_through_the_proxy_are_named_cut_and_redacted(rabbit: Rabb
         conn.close()
     except Exception:
         pass
+
+
+def test_a_fault_on_a_frame_the_protocol_does_not_have_is_unsupported_when_armed() -> None:
+    """A scenario written in 0-9-1 frames cannot be put to an AMQP 1.0 broker: the case is
+    unsupported (cannot-express) at once, not an error after waiting for a frame that never comes."""
+    from conformance.errors import Unsupported
+
+    proxy = FaultProxy(("127.0.0.1", 1))
+    proxy.protocol = "amqp-1.0"
+    with pytest.raises(Unsupported) as exc:
+        proxy.arm(Fault(Action.CUT, "tx.commit-ok", Sender.SERVER))
+    assert exc.value.kind == "cannot-express" and "'tx.commit-ok', which amqp-1.0 does not have" in str(exc.value)
+    first = Fault(Action.CUT, "disposition", Sender.SERVER)
+    with pytest.raises(Unsupported):  # a fault it follows counts too
+        proxy.arm(Fault(Action.CUT, "basic.deliver", Sender.SERVER, following=first))
+    for ok in (first, Fault(Action.STALL, "*"), Fault(Action.CUT, "transfer", Sender.SERVER)):
+        assert proxy.arm(ok) is ok
+    proxy.protocol = "amqp-0-9-1"
+    assert proxy.arm(Fault(Action.CUT, "tx.commit-ok", Sender.SERVER)).frame == "tx.commit-ok"
+    proxy.protocol = None  # a proxy that does not know its protocol checks nothing
+    assert proxy.arm(Fault(Action.CUT, "no-such-frame")).frame == "no-such-frame"
