@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conformance.runner.results import read_results, read_run
-from tests.e2e.seed_brokers import EXPECTED, differences, load
 from tests.conftest import conformance_cmd
+from tests.e2e.seed_brokers import EXPECTED, differences, load
 
 NAMES = sorted(p.stem for p in EXPECTED.glob("*.yaml"))
 
