@@ -3,10 +3,11 @@ whether two sets of runs can be compared at all.
 
 A killed run leaves ``status: running`` and an aborted one ``aborted: <cause>``; its results are
 real but incomplete, so the report says so and the gate refuses to pass on it. Two runs are only
-comparable when they judged the same catalogue (suite version, catalogue digest) with the same
-profile (id and content digest) for the same product and protocol: otherwise a verdict change can
-come from the suite or from a profile edit, not from the broker, and the gate must say so instead
-of calling it a regression or, worse, hiding one.
+comparable when they judged the same catalogue (suite version, catalogue digest): otherwise a
+verdict change can come from the suite, not from the broker, and the gate must say so instead of
+calling it a regression or, worse, hiding one. Another profile on the other side (release N+1 under
+its own profile) keeps the runs comparable: the gate lists what the profiles say differently and the
+cells each difference touched (reports.profile_diff), and a failure the new profile excuses blocks.
 """
 
 from __future__ import annotations
@@ -123,9 +124,9 @@ def _values(metas: list[RunMeta], attr: str) -> list[str]:
 def differences(baseline: list[RunMeta], current: list[RunMeta]) -> list[str]:
     """Why the two sides cannot be compared (empty when they can), each reason one short sentence.
 
-    Compared: suite version and catalogue digest over all runs of both sides; profile id and profile
-    digest per product and protocol present on both sides. A run without a catalogue digest is of
-    the old format: its comparability cannot be checked, which is said, never assumed.
+    Compared: suite version and catalogue digest over all runs of both sides; within one side, one
+    profile (id and digest) per product and protocol. A run without a catalogue digest is of the old
+    format: its comparability cannot be checked, which is said, never assumed.
     """
     reasons: list[str] = []
     metas = [m for m in baseline + current if m.problem is None]
@@ -146,12 +147,32 @@ def differences(baseline: list[RunMeta], current: list[RunMeta]) -> list[str]:
                 acc.setdefault((m.product or "?", m.protocol or "?"), set()).add((m.profile or "?", m.profile_digest or "?"))
         return acc
 
-    pb, pc = profiles(baseline), profiles(current)
-    for key in sorted(set(pb) & set(pc)):
-        if pb[key] != pc[key] or len(pb[key]) > 1:
-            show = lambda ps: ", ".join(f"{p} ({_short(d)})" for p, d in sorted(ps))  # noqa: E731
-            reasons.append(f"profile differs for {key[0]} {key[1]}: baseline {show(pb[key])} vs current {show(pc[key])}")
+    # Another profile on the other side is no reason: the gate lists what the two say differently
+    # (reports.profile_diff). Two profiles for one product and protocol on one side are: its cells
+    # merge across runs, and which profile judged a merged cell could not be said.
+    for side, acc in (("baseline", profiles(baseline)), ("current", profiles(current))):
+        for key in sorted(acc):
+            if len(acc[key]) > 1:
+                reasons.append(f"the {side} judged {key[0]} {key[1]} by more than one profile: "
+                               + ", ".join(f"{p} ({_short(d)})" for p, d in sorted(acc[key])) + "; gate one profile per side")
     return reasons
+
+
+def profile_pairs(baseline: list[RunMeta], current: list[RunMeta]) -> list[tuple[str, str, list[RunMeta], list[RunMeta]]]:
+    """(product, protocol, baseline runs, current runs) for each product and protocol on both sides
+    judged by another profile (id or digest) on each: the gate shows what the two profiles say differently."""
+    def by_key(side: list[RunMeta]) -> dict[tuple[str, str], list[RunMeta]]:
+        acc: dict[tuple[str, str], list[RunMeta]] = {}
+        for m in side:
+            if m.problem is None and m.profile_digest:
+                acc.setdefault((m.product or "?", m.protocol or "?"), []).append(m)
+        return acc
+
+    b, c = by_key(baseline), by_key(current)
+    def ident(ms: list[RunMeta]) -> set[tuple[str | None, str | None]]:
+        return {(m.profile, m.profile_digest) for m in ms}
+
+    return [(key[0], key[1], b[key], c[key]) for key in sorted(set(b) & set(c)) if ident(b[key]) != ident(c[key])]
 
 
 def _short(digest: str) -> str:

@@ -100,8 +100,7 @@ def test_precedence_unfinished_or_incomparable_runs_beat_everything_a_decided_re
 @pytest.mark.parametrize("change, cause", [
     ({"suite_version": "0.2.0"}, "suite version differs: baseline 0.1.0 vs current 0.2.0"),
     ({"catalogue_digest": "d" * 64}, "catalogue digest differs: baseline cccccccccccc vs current dddddddddddd"),
-    ({"profile": "my-broker"}, "profile differs for RabbitMQ amqp-0-9-1: baseline rabbitmq-3.10 (aaaaaaaaaaaa) vs current my-broker (aaaaaaaaaaaa)"),
-    ({"profile_digest": "e" * 64}, "profile differs for RabbitMQ amqp-0-9-1"),
+    ({"profile": "my-broker"}, "profile my-broker of RabbitMQ amqp-0-9-1 (current): "),  # another profile, its content nowhere
     ({"catalogue_digest": None, "profile_digest": None}, "old-format run(s) without catalogue/profile digest"),
     ({"status": "running"}, "status 'running': the run was killed"),
     ({"status": "aborted: target is down"}, "status 'aborted: target is down'"),
