@@ -165,5 +165,5 @@ def test_a_profile_whose_content_cannot_be_found_keeps_the_gate_inconclusive(tmp
     cur = run_dir(tmp_path, "cur", [rec("ACK-A", "pass", version="3.11.0")], profile="my-broker")
     check = check_runs([base + "/results.jsonl"], [cur + "/results.jsonl"])
     assert check.unfinished == [] and len(check.profiles) == 1
-    assert check.differences == [f"profile my-broker of RabbitMQ amqp-0-9-1 (current): {cur}: run.json keeps no profile data and no "
-                                 "profile 'my-broker' is installed; which cells it excuses cannot be said"]
+    assert check.differences == [(f"profile my-broker of RabbitMQ amqp-0-9-1 (current): {cur}: run.json keeps no profile data and no "
+                                  "profile 'my-broker' is installed; which cells it excuses cannot be said")]
