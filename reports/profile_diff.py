@@ -266,7 +266,7 @@ def _text(d: dict[str, Any], side: str) -> str:
     if isinstance(item, dict) and d["section"] == "entries" and (not fields or "value" in fields):
         return show(item.get("value"))
     if isinstance(item, dict) and not fields and d["section"] in ("deviations", "unsupported", "lacks"):
-        return show({k: item[k] for k in ("kind", "versions", "reason") if k in item})
+        return show({k: item[k] for k in ("kind", "versions", "reason") if item.get(k)})
     return show(item, fields)
 
 
