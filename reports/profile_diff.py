@@ -53,8 +53,8 @@ class SideProfile:
 
 
 def _plain(obj: Any) -> Any:
-    """Mappings without null members: a run read through Spark gets a null for every key another item
-    of the same list has; a local one does not. Both sides are compared in this one form."""
+    """Mappings without null members: an absent field and a null one say the same (a deviation with no
+    queue types applies to all), so both sides are compared in this one form."""
     if isinstance(obj, dict):
         return {str(k): _plain(v) for k, v in obj.items() if v is not None}
     if isinstance(obj, (list, tuple)):

@@ -86,14 +86,20 @@ def read_local(results_file: str) -> RunMeta:
 
 
 def read_remote(spark: Any, results_file: str) -> RunMeta:
-    """``run.json`` of a run folder only Spark can reach (hdfs://, s3a://, ...)."""
+    """``run.json`` of a run folder only Spark can reach (hdfs://, s3a://, ...), read as text and
+    parsed here: Spark's JSON reader infers a schema, which drops empty mappings and a profile's
+    default entry row (key ""), so the resolved profile would not read back as written."""
     folder = _folder(results_file)
     try:
-        row = spark.read.option("multiLine", True).json(f"{folder}/{RUN_FILE}").first()
+        row = spark.read.text(f"{folder}/{RUN_FILE}", wholetext=True).first()
     except Exception as exc:  # noqa: BLE001 - Spark raises its own analysis/IO exceptions; all mean "unreadable"
         return _meta(folder, None, f"{RUN_FILE} unreadable ({str(exc).splitlines()[0][:160]})")
-    return _meta(folder, row.asDict(recursive=True) if row is not None else None,
-                 None if row is not None else f"{RUN_FILE} is empty")
+    if row is None or not str(row[0]).strip():
+        return _meta(folder, None, f"{RUN_FILE} is empty")
+    try:
+        return _meta(folder, json.loads(row[0]))
+    except json.JSONDecodeError as exc:
+        return _meta(folder, None, f"{RUN_FILE} unreadable ({str(exc).splitlines()[0]})")
 
 
 def is_local(results_file: str) -> bool:

@@ -149,7 +149,7 @@ def test_a_side_profile_comes_from_run_json_else_from_the_installed_profile_said
     from conformance.catalogue.profiles import bundled_profiles, profile_data, profile_digest
 
     kept = side_profile([meta("/a", "old", "a" * 64, profile_data={**BASE, "title": None})])
-    assert kept.data is not None and "title" not in kept.data and kept.origin == "run.json of /a"  # nulls (Spark's) dropped
+    assert kept.data is not None and "title" not in kept.data and kept.origin == "run.json of /a"  # a null member is an absent one
     shipped = next(p for p in bundled_profiles() if p.id == "rabbitmq-3.10")
     same = side_profile([meta("/b", "rabbitmq-3.10", profile_digest(shipped))])
     assert same.data is not None and same.data["entries"] == json.loads(json.dumps(profile_data(shipped)["entries"]))

@@ -152,3 +152,14 @@ def test_a_failure_the_new_profile_excuses_blocks_until_the_manifest_names_it(
     assert (row["class"], row["change"], row["blocking"]) == ("known", "excused", None)
     assert "KNOWN PUBLISH-PRIORITY-TWO-LEVELS on RabbitMQ 3.10.8 amqp-0-9-1 classic (excused): priorities need x-max-priority" in out
     assert "gate: PASSED (exit 0" in out
+
+
+def test_a_remote_run_json_reads_back_as_written(spark: Any, lavinmq: dict[str, str]) -> None:
+    """Through Spark (hdfs://, s3a://: here file://) run.json is parsed as text: Spark's JSON schema
+    inference would drop the profile's default entry rows (key "") and its empty mappings."""
+    from reports.runs import read_local, read_remote
+
+    path = lavinmq["lavinmq-2.9.1"] + "/results.jsonl"
+    remote = read_remote(spark, "file://" + path)
+    assert remote.problem is None and remote.raw == read_local(path).raw
+    assert remote.raw["profile_data"]["entries"]["delivery-limit.deliveries"][""]["value"] == "limit+1"
