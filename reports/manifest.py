@@ -1,7 +1,10 @@
 """The known-deviation manifest of the gate: which failing cells a release team has accepted, why,
 and until when.
 
-Every entry is data (requirement, target pattern, reason, link, expiry). The manifest is checked
+Every entry is data (requirement, target pattern, reason, link, expiry). A cell the current run's
+profile excuses (failing on the baseline, a deviation or pass now under a profile entry the two runs'
+profiles differ in: reports.gate class ``excused``) is accepted the same way, once the new entry is
+reviewed: the manifest names its requirement and target, nothing names a profile. The manifest is checked
 strictly before anything else runs: a typo such as ``expire:`` would otherwise silently make an
 entry permanent, and an impossible date must be one line and exit 2 (bad input), never a traceback
 or exit 1 (which a CI reads as a release regression).

@@ -8,7 +8,8 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    gt = sub.add_parser("gate", help="CI gate: classify every cell of baseline and current; exit 0 passed, 1 failed, 2 inconclusive or bad input")
+    gt = sub.add_parser("gate", help="CI gate: classify every cell of baseline and current (each side under its own profile: "
+                        "the differences are listed with the cells they touched); exit 0 passed, 1 failed, 2 inconclusive or bad input")
     gt.add_argument("--baseline", action="append", required=True, help="baseline run folder(s) (repeatable)")
     gt.add_argument("--current", action="append", required=True, help="current run folder(s) (repeatable)")
     gt.add_argument("--known", type=Path, help="known-deviation manifest (YAML: requirement, target, reason, link, expires)")
