@@ -12,7 +12,8 @@ def add_parser(sub: Any) -> None:
                         "the differences are listed with the cells they touched); exit 0 passed, 1 failed, 2 inconclusive or bad input")
     gt.add_argument("--baseline", action="append", required=True, help="baseline run folder(s) (repeatable)")
     gt.add_argument("--current", action="append", required=True, help="current run folder(s) (repeatable)")
-    gt.add_argument("--known", type=Path, help="known-deviation manifest (YAML: requirement, target, reason, link, expires)")
+    gt.add_argument("--known", type=Path, help="known-deviation manifest (YAML: requirement, target, reason, link, expires): "
+                    "the blocking cells accepted, a failure the current profile excuses too")
     gt.add_argument("--include-should", action="store_true", help="gate SHOULD cells too (default: MUST only)")
     gt.add_argument("--fail-on-new-flaky", action="store_true", help="a cell flaky now (and not failing on the baseline) blocks at any level, not only the gated ones")
     gt.add_argument("--out", type=Path, help="write gate.md (pull-request comment) and gate.json (the complete table) into this folder")
