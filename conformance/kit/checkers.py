@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from conformance.kit.redelivery import SPEC_SIGNAL, describe, expectation, is_amqp10, wrong_on_first, wrong_on_redelivery
+from conformance.kit.redelivery import (
+    REQUEUE_RULE_AMQP10,
+    SPEC_SIGNAL,
+    describe,
+    expectation,
+    is_amqp10,
+    wrong_on_first,
+    wrong_on_redelivery,
+    wrong_on_requeue,
+)
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
 Deliveries = Sequence[dict[str, Any]]
@@ -50,6 +59,23 @@ def all_redelivered(returned: Deliveries, *, flag: bool = True, signal: str = SP
         not wrong,
         expected=f"every returned delivery has redelivered={fmt(flag)}" + (f" ({expectation(not flag, signal, True)})" if amqp10 else ""),
         observed=("all " + f"redelivered={fmt(flag)}") if not wrong else "wrong flag on " + describe(wrong),
+        key="redelivered-flag-wrong" if wrong else None,
+        spec=all(w.spec for w in wrong),
+    )
+
+
+def all_requeued(returned: Deliveries, held: Deliveries) -> Verdict:
+    """Every delivery that came back to the link or channel that returned it (``held``: their
+    earlier deliveries there) is marked as its protocol requires after a requeue: 0-9-1
+    redelivered=true; AMQP 1.0, where the return is a released outcome, the message unchanged
+    (:func:`conformance.kit.redelivery.wrong_on_requeue`)."""
+    before = {d["id"]: d for d in held}
+    wrong = [w for w in (wrong_on_requeue(d, before.get(d["id"])) for d in returned) if w is not None]
+    amqp10 = any(is_amqp10(d) for d in returned)
+    return holds(
+        not wrong,
+        expected=f"every returned delivery is unchanged ({REQUEUE_RULE_AMQP10})" if amqp10 else "every returned delivery has redelivered=true",
+        observed=("all unchanged" if amqp10 else "all redelivered=true") if not wrong else "wrong flag on " + describe(wrong),
         key="redelivered-flag-wrong" if wrong else None,
         spec=all(w.spec for w in wrong),
     )
@@ -98,6 +124,6 @@ def settled_as_expected(obs: dict[str, Any], what: str, *, back: tuple[int, ...]
     return first_failure(
         accepted(obs["channel"], what=what),
         returned_exactly(obs["back"], expected_back, what=f"redelivered at once after {what}"),
-        all_redelivered(obs["back"]),
+        all_requeued(obs["back"], obs["held"]),
         returned_exactly(obs["remaining"], still_held, what=f"left in the queue after {what} and channel.close"),
     )

@@ -15,6 +15,12 @@ AMQP 1.0 has two header fields (messaging 3.2.1), and the spec binds them unequa
   delivery, which the spec permits. Only a true first-acquirer on a message another link acquired is
   wrong.
 
+A message returned to the very link that held it (a nack or reject with requeue, which the AMQP 1.0
+adapter sends as the released outcome) is another matter: released leaves it "unchanged at the node"
+(3.4.4: its delivery-count MUST NOT be incremented), and no other link acquired it, so neither field
+need mark it as a redelivery: its delivery-count must be what it was, and first-acquirer may be either
+(:func:`wrong_on_requeue`).
+
 A profile's ``redelivery.signal`` (redelivered | first-acquirer | delivery-count) says which mark a
 broker documents that it sets; only then does the absence of that mark fail (a vendor verdict, not a
 spec one). Without a profile entry a broker is judged by the spec rules above.
@@ -34,6 +40,8 @@ from conformance.kit.verdicts import fmt
 #: The signal used when the profile documents none: the spec's own rules.
 SPEC_SIGNAL = "redelivered"
 SIGNALS = ("redelivered", "first-acquirer", "delivery-count")
+#: The AMQP 1.0 rule of :func:`wrong_on_requeue`, in words, for the Expected line.
+REQUEUE_RULE_AMQP10 = "delivery-count as before, AMQP 1.0 3.4.4 released; first-acquirer not judged: no other link acquired it"
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,22 @@ def wrong_on_redelivery(d: dict[str, Any], signal: str = SPEC_SIGNAL) -> WrongMa
         return WrongMark(marks(d), "first-acquirer=true, though another link acquired the message (AMQP 1.0 3.2.1)", True)
     if signal == "delivery-count" and _count(d) < 1:
         return WrongMark(marks(d), "delivery-count 0, though the profile documents that the broker counts returns", False)
+    return None
+
+
+def wrong_on_requeue(d: dict[str, Any], before: dict[str, Any] | None) -> WrongMark | None:
+    """Why a delivery that came back to the very link or channel that returned it (a nack or reject
+    with requeue, ``before`` its earlier delivery there) is wrongly marked.
+
+    AMQP 0-9-1: redelivered=true ("previously delivered to this or another client"). AMQP 1.0: the
+    adapter returns it with the released outcome, and "The message is unchanged at the node (i.e.,
+    the delivery-count of the header of the released message MUST NOT be incremented)" (3.4.4);
+    a true first-acquirer is allowed by 3.2.1, since no other link acquired it."""
+    if not is_amqp10(d):
+        return wrong_on_redelivery(d)
+    was = _count(before) if before is not None else 0
+    if _count(d) != was:
+        return WrongMark(marks(d), f"delivery-count {was} -> {_count(d)} after released (AMQP 1.0 3.4.4: MUST NOT be incremented)", True)
     return None
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.catalogue.profiles import select_profile
 from conformance.kit.verdicts import Outcome
 from tests.verdicts.examples import (
     BASELINE,
@@ -159,3 +160,29 @@ def test_extension_verdicts_carry_no_spec_verdict() -> None:
     assert v.outcome is Outcome.FAIL and v.spec == "n/a"
     # a MUST keeps its spec verdict
     assert judged("TestRejectDiscard", REJECT_DISCARD, RABBIT).spec == "pass"
+
+
+def amqp10(mid: str, tag: int, *, fa: bool, count: int) -> dict[str, Any]:
+    """One AMQP 1.0 delivery, shaped like conformance.kit.case.delivery_obs on the proton adapter."""
+    return {"id": mid, "tag": tag, "redelivered": (not fa) or count > 0, "delivery_count": count, "first_acquirer": fa, "presettled": False}
+
+
+def nack_single_10(back: dict[str, Any]) -> dict[str, Any]:
+    """NACK_SINGLE over AMQP 1.0: nack = released on the same link; the rest return after the link closes."""
+    held = [amqp10(m, i + 1, fa=True, count=0) for i, m in enumerate(msgs(5))]
+    remaining = [amqp10(m, i + 1, fa=False, count=1) for i, m in enumerate(["m1", "m2", "m4", "m5"])]
+    return {"published": msgs(5), "held": held, "channel": OPEN, "back": [back], "remaining": remaining}
+
+
+def test_released_back_to_the_same_link_is_unchanged_not_redelivered() -> None:
+    """qpidd 1.39.0 gives a message released on a link back to that link with first-acquirer=true and
+    delivery-count 0: AMQP 1.0 3.4.4 (released: delivery-count MUST NOT be incremented) and 3.2.1
+    (first-acquirer=true: no *other* link acquired it) both allow it. RabbitMQ's first-acquirer=false
+    is allowed too. A count incremented by the release breaks 3.4.4: a spec failure."""
+    for profile in (select_profile("qpid-cpp", "1.39.0", "amqp-1.0"), select_profile("Other", "1.0", "amqp-1.0")):
+        qpidd = judged("TestNackSingleRequeue", nack_single_10(amqp10("m3", 6, fa=True, count=0)), profile)
+        assert qpidd.outcome is Outcome.PASS, (profile.id, qpidd)
+        rabbit = judged("TestNackSingleRequeue", nack_single_10(amqp10("m3", 6, fa=False, count=0)), profile)
+        assert rabbit.outcome is Outcome.PASS, (profile.id, rabbit)
+        counted = judged("TestNackSingleRequeue", nack_single_10(amqp10("m3", 6, fa=False, count=1)), profile)
+        assert counted.outcome is Outcome.FAIL and "3.4.4" in counted.observed, (profile.id, counted)
