@@ -66,6 +66,40 @@ def cells(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: The queue type of a cell whose requirement holds for the whole target (reports.ingest).
+NO_QUEUE_TYPE = "-"
+
+
+def undrawn_columns(cells: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The columns a report does not draw, each with its cell count and one of its cells' reasons.
+
+    A column (a broker's queue type or configuration) is drawn only where some run has a result in
+    it: a cell whose verdict is anything but ``unsupported``. Why: every run records each case it
+    could not run, so a broker without quorum queues (LavinMQ, qpidd, ActiveMQ) got a quorum column
+    of "unsupported: profile has no queue type 'quorum'" and "—", as wide as a real one, in every
+    table. Decided from the cells, never from a product's name. The column of a target's requirements
+    that hold for any queue type is hidden on the same rule only when none of the target's queue-type
+    columns is drawn (otherwise its cells span them, and say what was not run)."""
+    by_col: dict[str, list[dict[str, Any]]] = {}
+    for c in cells:
+        by_col.setdefault(c["column"], []).append(c)
+    empty = {col for col, cs in by_col.items() if all(c["verdict"] == "unsupported" for c in cs)}
+
+    def target(col: str) -> tuple[Any, ...]:
+        c = by_col[col][0]
+        return (c["product"], c["version"], c["protocol"])
+
+    drawn_typed = {target(col) for col in by_col if col not in empty and by_col[col][0]["queue_type"] not in (None, NO_QUEUE_TYPE)}
+    out = {}
+    for col in sorted(empty):
+        first = by_col[col][0]
+        if first["queue_type"] in (None, NO_QUEUE_TYPE) and target(col) in drawn_typed:
+            continue
+        reasons = [c.get("reason") or c.get("observed") for c in by_col[col]]
+        out[col] = {"column": col, "cells": len(by_col[col]), "reason": next((r for r in reasons if r), None)}
+    return out
+
+
 def scores(cells: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
     """Per target column and area (or level): how many requirements pass, of those the target was
     judged on: pass, fail, deviation (conformance.runner.judged). Error and blocked cells judged nothing,

@@ -60,6 +60,7 @@ def ingest(spark: Any, paths: list[str], *, durations: bool = True, run_ids: boo
     """One pass over the results files (reports.groupings): the figures' groupings, the counts by
     status and the quarantine examples; a record of an unknown schema version is refused."""
     from reports.groupings import compute, sql_text
+    from reports.runs import broker_name_sql
 
     files = result_files(paths)
     raw = (spark.read.schema(spark_schema()).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
@@ -72,9 +73,11 @@ def ingest(spark: Any, paths: list[str], *, durations: bool = True, run_ids: boo
               f"WHEN mutation IS NOT NULL AND NOT mutation IN ({', '.join(map(sql_text, RELAYS))}) THEN 'mutated' ELSE 'ok' END")
     # one projection: each withColumn is an analysis of the plan in a cold JVM (five took 0.43 s,
     # this one 0.29 s)
-    tagged = raw.selectExpr(*[f"`{c}`" for c in raw.columns if c != "queue_type"], "input_file_name() AS `source`", f"{status} AS `status`",
-                            "coalesce(`queue_type`, '-') AS `queue_type`",
-                            "concat_ws(' ', `product`, `version`, `protocol`, coalesce(`queue_type`, '-')) AS `column`")
+    # a broker that announces no product is named by its target, in every figure (reports.runs.broker_name)
+    product, version = broker_name_sql()
+    tagged = raw.selectExpr(*[f"`{c}`" for c in raw.columns if c not in ("queue_type", "product", "version")], "input_file_name() AS `source`",
+                            f"{status} AS `status`", "coalesce(`queue_type`, '-') AS `queue_type`", f"{product} AS `product`", f"{version} AS `version`",
+                            f"concat_ws(' ', {product}, {version}, `protocol`, coalesce(`queue_type`, '-')) AS `column`")
     groups = compute(tagged, durations=durations, run_ids=run_ids)
     counts = {key: 0 for key in ("ok", "quarantined", "mutated")}
     examples: list[dict[str, str]] = []

@@ -25,8 +25,10 @@ PROTOCOL_NAMES = {"amqp-0-9-1": "AMQP 0-9-1", "amqp-1.0": "AMQP 1.0", "stomp-1.2
 
 
 def target_title(cell: dict[str, Any]) -> str:
-    """``RabbitMQ 3.10.8 · AMQP 0-9-1``: how a person names the target, not the column key."""
-    return f"{cell['product']} {cell['version']} · {PROTOCOL_NAMES.get(cell['protocol'], cell['protocol'])}"
+    """``RabbitMQ 3.10.8 · AMQP 0-9-1``: how a person names the target, not the column key (a broker
+    that announced no version has none: ``proton-example · AMQP 1.0``)."""
+    name = " ".join(str(x) for x in (cell["product"], cell.get("version")) if x)
+    return f"{name} · {PROTOCOL_NAMES.get(cell['protocol'], cell['protocol'])}"
 
 
 def queue_type_label(queue_type: str | None) -> str:
@@ -50,7 +52,7 @@ def matrix_layout(cells: list[dict[str, Any]], requirements: list[dict[str, Any]
         else:
             g["typed"][c["column"]] = c["queue_type"]
     targets, rows = [], {}
-    for key in sorted(groups):
+    for key in sorted(groups, key=lambda k: tuple(x or "" for x in k)):
         g = groups[key]
         typed = sorted(g["typed"], key=lambda col: g["typed"][col])
         mixed = g["untyped"] is not None and any(
@@ -133,7 +135,10 @@ def restart_lines(result: dict[str, Any]) -> list[str]:
 
 
 def context(result: dict[str, Any]) -> dict[str, Any]:
-    cells = result["cells"]
+    from reports.analysis import undrawn_columns
+
+    undrawn = undrawn_columns(result["cells"])  # a configuration no run has a result in is no column (matrix.json keeps its cells)
+    cells = [c for c in result["cells"] if c["column"] not in undrawn]
     columns = sorted({c["column"] for c in cells})
     reqs: dict[str, dict[str, Any]] = {}
     for c in cells:
@@ -154,12 +159,14 @@ def context(result: dict[str, Any]) -> dict[str, Any]:
     details.sort(key=lambda c: (rank.get(c["verdict"], 9), order.get(c["level"], 9), c["requirement"], c["column"]))
     by_col: dict[str, dict[str, Any]] = {}
     for s in result["level_scores"]:
+        if s["column"] in undrawn:
+            continue
         k = by_col.setdefault(s["column"], {"column": s["column"], "pass": 0, "judged": 0, **dict.fromkeys(NOT_JUDGED, 0)})
         if s["level"] == "MUST":
             for key in ("pass", "judged", *NOT_JUDGED):  # error and blocked: beside the score, never in it
                 k[key] += s[key]
     kpis = [{**k, "score": (k["pass"] / k["judged"]) if k["judged"] else None} for k in by_col.values()]
-    durations = sorted(((f"{d['column']} · {d['area']}", d["p95_s"] or 0.0) for d in result["durations"]), key=lambda x: -x[1])[:30]
+    durations = sorted(((f"{d['column']} · {d['area']}", d["p95_s"] or 0.0) for d in result["durations"] if d["column"] not in undrawn), key=lambda x: -x[1])[:30]
     flaky = [f for f in result["flakiness"] if f["flaky"]]
     kms = []
     for km in result.get("killmatrices", []):
@@ -183,6 +190,7 @@ def context(result: dict[str, Any]) -> dict[str, Any]:
         "killmatrices": kms, "summary": result["summary"], "coverage": coverage_context(result, grid, columns),
         "unfinished": [r for r in result.get("runs", []) if not r["finished"]], "flaky_cells": flaky_cells(cells),
         "restart_lines": restart_lines(result),
+        "undrawn": [{**u, "title": column_title(u["column"], result["cells"])} for u in undrawn.values()],
         "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "version": result.get("suite_version", ""),
     }
 
@@ -220,13 +228,16 @@ def render_markdown(result: dict[str, Any], html_name: str = "report.html") -> s
     lines.append("| target | MUST pass | fail | flaky | deviation | error | blocked | unsupported |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
     per: dict[str, dict[str, int]] = {}
-    for c in result["cells"]:
+    for c in result["cells"]:  # kpis: the drawn columns only
         counts = per.setdefault(c["column"], {**dict.fromkeys(VERDICTS, 0), "flaky": 0})
         counts["flaky" if c.get("flaky") else c["verdict"]] += 1
     for k in ctx["kpis"]:
         v = per.get(k["column"], {})
         score = f"{100 * k['score']:.0f}% ({k['pass']}/{k['judged']})" if k["score"] is not None else "n/a"
         lines.append(f"| {k['column']} | {score} | {v.get('fail', 0)} | {v.get('flaky', 0)} | {v.get('deviation', 0)} | {v.get('error', 0)} | {v.get('blocked', 0)} | {v.get('unsupported', 0)} |")
+    if ctx["undrawn"]:
+        lines += ["", "_Not drawn (no run has a result in them, every cell unsupported): "
+                      + "; ".join(f"{u['title']} ({u['cells']} cells)" for u in ctx["undrawn"]) + "._"]
     diff = result.get("diff")
     if diff is not None:
         newly = [d for d in diff if d["change"] == "newly failing"]

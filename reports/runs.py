@@ -53,6 +53,37 @@ class RunMeta:
         return f"status {self.status!r}"
 
 
+#: What an adapter records when the server announced no product (AMQP 1.0 ``product`` and AMQP 0-9-1
+#: server properties are optional; STOMP's ``server`` header too) or no version.
+UNANNOUNCED = ("", "unknown")
+UNANNOUNCED_VERSIONS = ("", "0", "unknown")
+
+
+def broker_name(product: str | None, version: str | None, target: str | None) -> tuple[str | None, str | None]:
+    """The (product, version) a report and a gate name a broker by: what it announced, or, when it
+    announced no product, its target (the launcher name, e.g. ``proton-example``, or the redacted
+    URL) with the version only if one was announced. Why: the Proton example broker announces
+    nothing, and "unknown 0" named no broker in the matrix, its headings or the gate; the target is
+    what the user chose to run. The run metadata (the gate's profile lines) is named here, the
+    records by :func:`broker_name_sql`, the same rule over the same constants (records are named
+    inside the Spark pass, so that every figure groups by the name), and tests/reports check that
+    the two agree."""
+    if product is not None and product.strip(" ").lower() not in UNANNOUNCED:
+        return product, version
+    named = version if version is not None and version.strip(" ").lower() not in UNANNOUNCED_VERSIONS else None
+    return (target or product or None), named
+
+
+def broker_name_sql(product: str = "product", version: str = "version", target: str = "target") -> tuple[str, str]:
+    """:func:`broker_name` as two Spark SQL expressions over a record's columns: (product, version)."""
+    def one_of(col: str, values: tuple[str, ...]) -> str:
+        return f"coalesce(lower(trim(`{col}`)), '') IN ({', '.join(repr(v) for v in values)})"
+
+    unannounced = one_of(product, UNANNOUNCED)
+    return (f"CASE WHEN {unannounced} THEN coalesce(nullif(`{target}`, ''), nullif(`{product}`, '')) ELSE `{product}` END",
+            f"CASE WHEN {unannounced} AND {one_of(version, UNANNOUNCED_VERSIONS)} THEN NULL ELSE `{version}` END")
+
+
 def _folder(results_file: str) -> str:
     return results_file[: -len("/results.jsonl")] if results_file.endswith("/results.jsonl") else os.path.dirname(results_file)
 
@@ -67,9 +98,10 @@ def _meta(folder: str, raw: Any, problem: str | None = None) -> RunMeta:
         v = raw.get(key)
         return None if v is None else str(v)
 
+    product, version = broker_name(s("product"), s("version"), s("target"))
     return RunMeta(folder=folder, run_id=s("run_id"), status=s("status") or "unknown", suite_version=s("suite_version"),
                    catalogue_digest=s("catalogue_digest"), profile=s("profile"), profile_digest=s("profile_digest"),
-                   product=s("product"), version=s("version"), protocol=s("protocol"), raw=raw)
+                   product=product, version=version, protocol=s("protocol"), raw=raw)
 
 
 def read_local(results_file: str) -> RunMeta:

@@ -138,6 +138,8 @@ def _reference(lines: list[str]) -> dict[str, Any]:
     one-pass Spark pipeline (reports.groupings) must agree with."""
     from reports.schema import VERDICTS
 
+    from reports.runs import broker_name
+
     rank = {v: i for i, v in enumerate(VERDICTS)}
     good, bad, mutated = [], 0, 0
     for line in lines:
@@ -151,12 +153,13 @@ def _reference(lines: list[str]) -> dict[str, Any]:
         elif r.get("mutation") not in (None, "probe"):
             mutated += 1
         else:
+            r["product"], r["version"] = broker_name(r.get("product"), r.get("version"), r.get("target"))
             good.append(r)
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     per_case: dict[tuple[str, str, Any], list[str]] = {}
     for r in good:
         qt = r.get("queue_type") or "-"
-        column = " ".join(str(x) for x in (r["product"], r["version"], r["protocol"], qt))
+        column = " ".join(str(x) for x in (r["product"], r["version"], r["protocol"], qt) if x is not None)
         c = cells.setdefault((r["requirement"], column), {"records": 0, "cases": set(), "runs": set(), "passes": 0, "decided": 0,
                                                           "v": 99, "s": 99, "d": 99, "worst": None})
         c["records"] += 1
@@ -180,7 +183,7 @@ def _reference(lines: list[str]) -> dict[str, Any]:
     flakiness = sorted((col, rq, case, len([v for v in vs if v in ("pass", "fail")]), vs.count("pass"))
                        for (col, rq, case), vs in per_case.items() if len([v for v in vs if v in ("pass", "fail")]) > 1)
     return {"cells": out, "ok": len(good), "quarantined": bad, "mutated": mutated, "flakiness": flakiness,
-            "durations": sorted((" ".join(str(x) for x in (r["product"], r["version"], r["protocol"], r.get("queue_type") or "-")), r["area"])
+            "durations": sorted((" ".join(str(x) for x in (r["product"], r["version"], r["protocol"], r.get("queue_type") or "-") if x is not None), r["area"])
                                 for r in good if r.get("duration_s") is not None)}
 
 
@@ -204,7 +207,9 @@ def test_the_one_pass_figures_equal_a_plain_python_reading_of_the_records(spark:
             extra: dict[str, Any] = {}
             if rnd.random() < 0.1:
                 extra["mutation"] = rnd.choice(["acks-dropped", "probe"])
-            r = rec(req, verdict, qt=qt, version=version, run=f"run{run}", area=req.split("-")[0].lower(), spec=rnd.choice([verdict, "fail"]),
+            if rnd.random() < 0.2:  # a broker that announces no product is named by its target
+                extra.update(product=rnd.choice(["unknown", "", None]), target=rnd.choice(["proton-example", "amqp://h:5672/"]))
+            r = rec(req, verdict, qt=qt, version=rnd.choice(["0", "", "1.2"]) if "product" in extra else version, run=f"run{run}", area=req.split("-")[0].lower(), spec=rnd.choice([verdict, "fail"]),
                     case=rnd.choice([None, f"case-{rnd.randint(0, 2)}"]) or f"{req}::c", duration_s=rnd.choice([None, rnd.random()]),
                     observed=f"obs-{rnd.randint(0, 9)}", finished_at=rnd.random(), **extra)
             if rnd.random() < 0.05:
@@ -396,3 +401,31 @@ def test_report_prints_only_its_own_lines_and_the_page_has_no_stray_column(tmp_p
     matrix = page.split('id="compliance-matrix"')[1].split("</table>")[0]
     assert "amqp-0-9-1 -<" not in matrix and ">RabbitMQ 3.10.8 · AMQP 0-9-1</th>" in matrix
     assert 'colspan="2"' in matrix and ">classic queue</th>" in matrix and ">quorum queue</th>" in matrix
+
+
+def test_many_brokers_no_empty_column_and_an_unannounced_broker_named_by_its_target(spark: Any, tmp_path: Path) -> None:
+    """Through the whole pipeline: a broker without quorum queues (each quorum case recorded
+    unsupported) gets no quorum column, and a broker that announced no product ("unknown", "0", as
+    the AMQP 1.0 adapter records the Proton example broker) is named by its target in the matrix,
+    its headings, summary.md, matrix.json and the gate's table."""
+    from reports.gate import run_gate
+    from reports.report import build
+
+    no_quorum = "profile acme-2 has no queue type 'quorum'"
+    acme = run_dir(tmp_path, "acme", [rec("ACK-A", "pass", product="Acme", version="2.0", target="acme-local"),
+                                      rec("ACK-A", "unsupported", qt="quorum", product="Acme", version="2.0", reason=no_quorum)])
+    anon = [rec("ACK-A", "pass", product="unknown", version="0", target="proton-example", protocol="amqp-1.0"),
+            rec("ACK-B", "fail", product="unknown", version="0", target="proton-example", protocol="amqp-1.0")]
+    ex = run_dir(tmp_path, "example", anon, target="proton-example")
+    out = tmp_path / "report"
+    result = build([acme, ex, run_dir(tmp_path, "rmq", BASE)], out)
+    assert {c["column"] for c in result["cells"]} >= {"proton-example amqp-1.0 classic", "Acme 2.0 amqp-0-9-1 quorum"}  # matrix.json keeps them
+    page = (out / "report.html").read_text()
+    header = page.split('id="compliance-matrix"')[1].split("</thead>")[0]
+    assert ">proton-example · AMQP 1.0</th>" in header and "unknown" not in page.split("<body>")[1].split('id="coverage"')[0]
+    assert header.count(">quorum queue</th>") == 1 and ">Acme 2.0 · AMQP 0-9-1</th>" in header  # RabbitMQ's quorum column only
+    assert "Acme 2.0 · AMQP 0-9-1, quorum queue (1 cell" in page
+    md = (out / "summary.md").read_text()
+    assert "| proton-example amqp-1.0 classic |" in md and "`ACK-B` [MUST] on proton-example amqp-1.0 classic" in md
+    g = run_gate([ex], [ex])
+    assert {r["column"] for r in g["table"]} == {"proton-example amqp-1.0 classic"}
