@@ -60,7 +60,7 @@ def ingest(spark: Any, paths: list[str], *, durations: bool = True, run_ids: boo
     """One pass over the results files (reports.groupings): the figures' groupings, the counts by
     status and the quarantine examples; a record of an unknown schema version is refused."""
     from reports.groupings import compute, sql_text
-    from reports.runs import broker_name_sql
+    from reports.runs import broker_name_sql, is_local, read_metas, run_targets
 
     files = result_files(paths)
     raw = (spark.read.schema(spark_schema()).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
@@ -74,7 +74,7 @@ def ingest(spark: Any, paths: list[str], *, durations: bool = True, run_ids: boo
     # one projection: each withColumn is an analysis of the plan in a cold JVM (five took 0.43 s,
     # this one 0.29 s)
     # a broker that announces no product is named by its target, in every figure (reports.runs.broker_name)
-    product, version = broker_name_sql()
+    product, version = broker_name_sql(run_targets(read_metas(files, None if all(map(is_local, files)) else spark)))
     tagged = raw.selectExpr(*[f"`{c}`" for c in raw.columns if c not in ("queue_type", "product", "version")], "input_file_name() AS `source`",
                             f"{status} AS `status`", "coalesce(`queue_type`, '-') AS `queue_type`", f"{product} AS `product`", f"{version} AS `version`",
                             f"concat_ws(' ', {product}, {version}, `protocol`, coalesce(`queue_type`, '-')) AS `column`")

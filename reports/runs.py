@@ -59,29 +59,49 @@ UNANNOUNCED = ("", "unknown")
 UNANNOUNCED_VERSIONS = ("", "0", "unknown")
 
 
+def announced(product: str | None) -> bool:
+    """Whether a recorded product names a broker (not an adapter's placeholder for none)."""
+    return product is not None and product.strip(" ").lower() not in UNANNOUNCED
+
+
 def broker_name(product: str | None, version: str | None, target: str | None) -> tuple[str | None, str | None]:
     """The (product, version) a report and a gate name a broker by: what it announced, or, when it
     announced no product, its target (the launcher name, e.g. ``proton-example``, or the redacted
-    URL) with the version only if one was announced. Why: the Proton example broker announces
-    nothing, and "unknown 0" named no broker in the matrix, its headings or the gate; the target is
-    what the user chose to run. The run metadata (the gate's profile lines) is named here, the
+    URL; the run's, from ``run.json``, where there is one: see :func:`run_targets`) with the version
+    only if one was announced. Why: the Proton example broker announces nothing, and "unknown 0"
+    named no broker in the matrix, its headings or the gate; the target is what the user chose to run. The run metadata (the gate's profile lines) is named here, the
     records by :func:`broker_name_sql`, the same rule over the same constants (records are named
     inside the Spark pass, so that every figure groups by the name), and tests/reports check that
     the two agree."""
-    if product is not None and product.strip(" ").lower() not in UNANNOUNCED:
+    if announced(product):
         return product, version
     named = version if version is not None and version.strip(" ").lower() not in UNANNOUNCED_VERSIONS else None
     return (target or product or None), named
 
 
-def broker_name_sql(product: str = "product", version: str = "version", target: str = "target") -> tuple[str, str]:
-    """:func:`broker_name` as two Spark SQL expressions over a record's columns: (product, version)."""
-    def one_of(col: str, values: tuple[str, ...]) -> str:
-        return f"coalesce(lower(trim(`{col}`)), '') IN ({', '.join(repr(v) for v in values)})"
+def run_targets(metas: list["RunMeta"]) -> dict[str, str]:
+    """run id -> the target its ``run.json`` names, for the runs of a broker that announced no
+    product. Why not the records' own ``target``: a case that ran in a worker not attached to the
+    launched target records its URL (``amqp://127.0.0.1:16860``, a new port each run), so two runs
+    of one broker would be two brokers; ``run.json`` keeps the launcher name the user gave."""
+    return {m.run_id: str(m.raw["target"]) for m in metas
+            if m.problem is None and m.run_id and m.raw.get("target") and not announced(m.raw.get("product"))}
 
-    unannounced = one_of(product, UNANNOUNCED)
-    return (f"CASE WHEN {unannounced} THEN coalesce(nullif(`{target}`, ''), nullif(`{product}`, '')) ELSE `{product}` END",
-            f"CASE WHEN {unannounced} AND {one_of(version, UNANNOUNCED_VERSIONS)} THEN NULL ELSE `{version}` END")
+
+def broker_name_sql(targets: dict[str, str] | None = None) -> tuple[str, str]:
+    """:func:`broker_name` as two Spark SQL expressions over a record's columns: (product, version);
+    the target is the run's (``targets``: :func:`run_targets`), else the record's."""
+    from reports.groupings import sql_text as text
+
+    def one_of(col: str, values: tuple[str, ...]) -> str:
+        return f"coalesce(lower(trim(`{col}`)), '') IN ({', '.join(map(text, values))})"
+
+    target = "`target`"
+    if targets:
+        target = f"coalesce(CASE `run_id` {' '.join(f'WHEN {text(k)} THEN {text(v)}' for k, v in sorted(targets.items()))} END, `target`)"
+    unannounced = one_of("product", UNANNOUNCED)
+    return (f"CASE WHEN {unannounced} THEN coalesce(nullif({target}, ''), nullif(`product`, '')) ELSE `product` END",
+            f"CASE WHEN {unannounced} AND {one_of('version', UNANNOUNCED_VERSIONS)} THEN NULL ELSE `version` END")
 
 
 def _folder(results_file: str) -> str:
