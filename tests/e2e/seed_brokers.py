@@ -73,7 +73,7 @@ def _cell_value(raw: Any, where: str) -> dict[str, str]:
 
 def load(path: Path) -> Expectation:
     data = yamlio.safe_load(path.read_text())
-    where = str(path.relative_to(ROOT))
+    where = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
     for key in ("product", "version", "target", "adapter", "binary", "env", "cells"):
         if not data.get(key):
             raise ValueError(f"{where}: missing {key!r}")

@@ -50,3 +50,23 @@ def test_the_catalogue_on_the_seed_server_matches_its_reviewed_expectation(name:
     records = list(read_results(out))
     changed = differences(expected, records)
     assert not changed, f"{len(changed)} cell(s) of {expected.path.name} changed:\n" + "\n".join(changed)
+
+
+def test_a_changed_verdict_fails_and_names_the_cell(tmp_path: Path) -> None:
+    head = "product: X\nversion: '1.0'\ntarget: process:x\nadapter: pika\nenv: X\nbinary: x\ncells:\n"
+    path = tmp_path / "x-1.0.yaml"
+    path.write_text(head + '  "A-REQ [classic]": pass\n'
+                           '  "B-REQ [classic nack]": {"verdict": "fail", "why": "broker bug: kept"}\n'
+                           '  "C-REQ [-]": {"verdict": "unsupported", "kind": "refused"}\n')
+    records = [{"requirement": "A-REQ", "queue_type": "classic", "variant": None, "verdict": "fail"},
+               {"requirement": "B-REQ", "queue_type": "classic", "variant": "nack", "verdict": "fail"},
+               {"requirement": "D-REQ", "queue_type": None, "variant": None, "verdict": "pass"}]
+    assert differences(load(path), records) == [
+        "A-REQ [classic]: expected pass, observed fail",
+        "C-REQ [-]: expected unsupported (refused), the run has no such cell",
+        "D-REQ [-]: new cell, pass; review it and add it to x-1.0.yaml"]
+    for bad, message in (('{"verdict": "fail"}', "needs a one-line why"), ('{"verdict": "deviation", "why": "UNREVIEWED: x"}', "not reviewed yet"),
+                         ('{"verdict": "unsupported"}', "names its kind"), ("passed", "expected a verdict")):
+        path.write_text(head + f'  "A-REQ [classic]": {bad}\n')
+        with pytest.raises(ValueError, match=message):
+            load(path)
