@@ -79,7 +79,7 @@ def broker_name(product: str | None, version: str | None, target: str | None) ->
     return (target or product or None), named
 
 
-def run_targets(metas: list["RunMeta"]) -> dict[str, str]:
+def run_targets(metas: list[RunMeta]) -> dict[str, str]:
     """run id -> the target its ``run.json`` names, for the runs of a broker that announced no
     product. Why not the records' own ``target``: a case that ran in a worker not attached to the
     launched target records its URL (``amqp://127.0.0.1:16860``, a new port each run), so two runs

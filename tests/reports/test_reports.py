@@ -136,9 +136,8 @@ def test_flakiness_scores_and_durations(spark: Any, tmp_path: Path) -> None:
 def _reference(lines: list[str]) -> dict[str, Any]:
     """The report's figures computed the obvious way, record by record in plain Python: what the
     one-pass Spark pipeline (reports.groupings) must agree with."""
-    from reports.schema import VERDICTS
-
     from reports.runs import broker_name
+    from reports.schema import VERDICTS
 
     rank = {v: i for i, v in enumerate(VERDICTS)}
     good, bad, mutated = [], 0, 0
