@@ -44,7 +44,7 @@ from conformance.runner.missing_deliveries import missing_obs
 from conformance.runner.records import Result
 from conformance.runner.shared_faults import PlannedCase
 from conformance.runner.state import RunState
-from conformance.targets import probe_tcp, redact
+from conformance.targets import probe_tcp
 from conformance.unsupported import CANNOT_EXPRESS, NO_FAULT
 
 
@@ -335,4 +335,4 @@ def _not_applicable(req: Requirement, state: RunState, queue_type: str | None, f
 
 
 def _target_label(state: RunState) -> str:
-    return state.target.name if state.target else redact(state.url)
+    return state.target_label

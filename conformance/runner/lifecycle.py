@@ -105,6 +105,7 @@ def start(values: Mapping[str, Any], worker: Mapping[str, Any] | None = None) ->
         mutation_proxy=mutation_proxy,
         attached=bool(values.get("attach_target")),
         mutation=values.get("mutation"),
+        target_name=(worker or {}).get("conformance_target_name") or None,
     )
     # --- preflight: the controller runs it once; workers get its records --------------------------
     if worker is not None:
@@ -186,6 +187,7 @@ def worker_input(state: RunState) -> dict[str, str]:
         "conformance_url": str.__str__(state.url),
         "conformance_run_id": state.run_id,
         "conformance_target": json.dumps(handle) if handle else "",
+        "conformance_target_name": state.target.name if state.target is not None else state.target_name or "",
         "conformance_preflight": json.dumps([c.as_record() for c in state.preflight]),
         "conformance_node_urls": json.dumps(state.node_urls or {}),
     }

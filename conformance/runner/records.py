@@ -125,7 +125,7 @@ def run_fields(state: RunState) -> dict[str, Any]:
     """The fields every record of the run shares (run.json starts with them too)."""
     return {
         "run_id": state.run_id,
-        "target": redact(state.url) if state.target is None else state.target.name,
+        "target": state.target_label,
         "target_url": redact(state.url),
         "product": state.server["product"],
         "version": state.server["version"],

@@ -14,7 +14,7 @@ from conformance.catalogue.profiles import Profile
 from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
 from conformance.runner import preflight
 from conformance.runner.results import ResultsWriter
-from conformance.secrets import SecretUrl
+from conformance.secrets import SecretUrl, redact
 from conformance.targets import Target
 
 
@@ -42,6 +42,14 @@ class RunState:
     #: Every node's URL on a cluster target (through a mutation proxy each when mutating).
     node_urls: dict[str, str] | None = None
     node_proxies: list[IsolatedFaultProxy] = field(default_factory=list)
+    #: The launched target's name ("proton-example"), in workers too, which may hold no handle to
+    #: it (a target the suite cannot restart has none): records name the target, never its URL.
+    target_name: str | None = None
+
+    @property
+    def target_label(self) -> str:
+        """How records name the target: its name when the run launched it, else the redacted URL."""
+        return self.target.name if self.target is not None else self.target_name or redact(self.url)
 
     @property
     def lock_path(self) -> str:

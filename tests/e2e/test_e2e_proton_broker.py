@@ -156,3 +156,10 @@ def test_the_example_broker_never_outlives_its_launcher(tmp_path: Path) -> None:
     runner.send_signal(signal.SIGKILL)
     runner.wait()
     assert wait_until(lambda: not Path(f"/proc/{pid}").exists() and not Path(folder).exists(), 20.0), (pid, folder)
+
+
+def test_every_record_names_the_target_not_its_url(run: tuple[Any, list[dict[str, Any]], str]) -> None:
+    """Workers hold no handle to a target the suite cannot restart; their records still name it,
+    so that runs of one broker on different ports are one broker in reports and the gate."""
+    meta, recs, _ = run
+    assert {r["target"] for r in recs} == {"proton-example"} and len({r["worker"] for r in recs}) > 1

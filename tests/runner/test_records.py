@@ -34,7 +34,7 @@ def _item(nodeid: str = "ack/test_basic_ack.py::TestX::test[classic]", attempt: 
 
 def _state(**kw: Any) -> Any:
     adapter = SimpleNamespace(protocol="amqp-0-9-1", name="pika", library_version=lambda: "pika 1.4.4")
-    return SimpleNamespace(run_id="r1", target=None, url="amqp://u:pw@127.0.0.1:5672/%2F", server={"product": "RabbitMQ", "version": "3.10.8"},
+    return SimpleNamespace(run_id="r1", target=None, target_label="amqp://u:***@127.0.0.1:5672/%2F", url="amqp://u:pw@127.0.0.1:5672/%2F", server={"product": "RabbitMQ", "version": "3.10.8"},
                            adapter=adapter, profile=select_profile("RabbitMQ", "3.10.8", "amqp-0-9-1"), mutation=None, **kw)
 
 
