@@ -23,6 +23,7 @@ def command(args: argparse.Namespace) -> int:
     """The report, and on the console what must not be missed: runs that did not finish, flaky cells."""
     from conformance.runner.progress import Console as ProgressConsole
     from conformance.runner.progress import StepProgress
+    from reports.analysis import undrawn_columns
     from reports.render import flaky_cells, restart_lines, unfinished_lines
     from reports.report import build
 
@@ -33,7 +34,8 @@ def command(args: argparse.Namespace) -> int:
     # as the matrix shows them: targets (product, version, protocol) over their queue types; a
     # requirement without a queue type is no configuration of its own
     targets = {(c["product"], c["version"], c["protocol"]) for c in result["cells"]}
-    configs = {c["column"] for c in result["cells"] if c.get("queue_type") not in (None, "-")}
+    undrawn = undrawn_columns(result["cells"])  # a broker's column it cannot have is not drawn, nor counted
+    configs = {c["column"] for c in result["cells"] if c.get("queue_type") not in (None, "-") and c["column"] not in undrawn}
     print(f"report: {s['records']} case records, {len(targets)} target(s) over {len(configs)} queue-type configuration(s), "
           f"{len({c['requirement'] for c in result['cells']})} requirements, "
           f"{s['quarantined']} quarantined line(s), {s['mutated']} self-test record(s) left out")
