@@ -215,7 +215,9 @@ def test_the_record_schema_and_the_report_carry_the_kind() -> None:
     assert "unsupported_kind" in LATEST_FIELDS and "unsupported_kind" in WORST_FIELDS
     cell = {"column": "RabbitMQ 3.10.8 amqp-1.0", "requirement": "TX-X", "level": "EXTENSION", "area": "tx", "verdict": "unsupported",
             "unsupported_kind": "refused", "product": "RabbitMQ", "version": "3.10.8", "protocol": "amqp-1.0", "queue_type": None}
-    ctx = context({"cells": [cell], "level_scores": [], "area_scores": [], "runs": [], "durations": [], "flakiness": [], "summary": {}})
+    # a column of nothing but unsupported cells is not drawn (reports.analysis.undrawn_columns): one judged cell beside it
+    judged = {**cell, "requirement": "TX-Y", "verdict": "pass", "unsupported_kind": None}
+    ctx = context({"cells": [cell, judged], "level_scores": [], "area_scores": [], "runs": [], "durations": [], "flakiness": [], "summary": {}})
     assert ctx["grid"][("TX-X", cell["column"])]["label"] == "unsupported (refused)"
 
 
