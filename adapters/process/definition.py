@@ -54,7 +54,9 @@ class Binary:
         if self.env and os.environ.get(self.env):
             path = os.environ[self.env]
             if os.path.isfile(path):
-                return path
+                # resolved as the search dirs are: the broker starts in its run directory, where a
+                # relative path names nothing, and {binary_dir} is the install's, not a symlink's
+                return str(Path(path).resolve())
             raise TargetError(f"target {target}: ${self.env}={path} is not a file; point it at the {self.command} binary")
         # The definition's own search dirs first: they name the right binary where PATH has a wrapper
         # (Debian's /usr/sbin/rabbitmq-server switches to the rabbitmq user; /usr/lib/rabbitmq/bin does not).

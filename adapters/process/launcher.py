@@ -262,7 +262,8 @@ class ProcessTarget(Target):
             text = self.log_file.read_text(errors="replace")
         except OSError:
             text = ""
-        return (broker_error_line(text) or "no log output").replace(self.password, "***")
+        # scrubbed before the line is cut: a cut through the password would leave its start
+        return broker_error_line(text.replace(self.password, "***")) or "no log output"
 
     def stop(self) -> None:
         """Everything goes through the watchdog (the same path as when this process dies)."""

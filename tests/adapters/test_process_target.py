@@ -84,6 +84,25 @@ def test_a_missing_binary_names_what_to_install_and_the_env_var(monkeypatch: pyt
         make_target("process:targets/lavinmq.yaml").start()  # the older spelling finds the same file
 
 
+def test_a_relative_env_binary_is_made_absolute(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The broker starts in its run directory: a path relative to the user's cwd must not reach it."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "lavinmq").write_text("#!/bin/sh\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CONFORMANCE_LAVINMQ", "bin/lavinmq")
+    assert load_definition("lavinmq").binary.resolve("t") == str(tmp_path.resolve() / "bin" / "lavinmq")
+
+
+def test_a_start_failure_line_never_holds_part_of_the_password(tmp_path: Path) -> None:
+    """The log is scrubbed before the error line is cut at 400 characters: a cut through the
+    password would otherwise leave its first characters in the message."""
+    target = make_target("process:lavinmq")
+    target.dir, target.password = tmp_path, "s3cretPassw0rdXYZ"
+    target.log_file.write_text("Unhandled exception: failed " + "x" * 367 + target.password + "\n")
+    line = target._log_tail()
+    assert "s3cre" not in line and len(line) <= 400
+
+
 @needs_entry_points
 def test_process_without_a_definition_names_both_ways_to_give_one() -> None:
     with pytest.raises(TargetError, match=r"--target process:lavinmq\) or a file \(process:FILE\.yaml\)$"):
