@@ -331,8 +331,12 @@ def adapter_for(scheme: str, preferred: str | None = None, protocol: str | None 
         return chosen
     found = adapters()
     candidates: Iterable[type[Adapter]] = [a for a in found.values() if scheme in a.schemes]
-    if protocol and any(a.protocol == protocol for a in candidates):
-        candidates = [a for a in candidates if a.protocol == protocol]
+    if protocol:
+        speaking = [a for a in candidates if a.protocol == protocol]
+        if candidates and not speaking:
+            raise UsageError(f"the target speaks {protocol}, and no installed adapter for {scheme!r} does "
+                             f"(installed: {', '.join(f'{a.name} ({a.protocol})' for a in candidates)}); install one or name one with --adapter")
+        candidates = speaking
     chosen = sorted(candidates, key=lambda a: a.name)
     if not chosen:
         raise UsageError(f"no installed adapter speaks {scheme!r}; installed: {', '.join(sorted(found)) or 'none'}")

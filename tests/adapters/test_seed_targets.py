@@ -144,3 +144,13 @@ def test_a_target_that_speaks_amqp_1_0_gets_the_1_0_adapter_unless_one_is_named(
     assert adapter_for("amqp", None, qpidd.protocol).protocol == "amqp-1.0"
     assert adapter_for("amqp", None, None).protocol == "amqp-0-9-1"  # an amqp:// URL alone stays 0-9-1
     assert adapter_for("amqp", "pika", qpidd.protocol).protocol == "amqp-0-9-1"  # the user's choice wins
+
+
+def test_a_target_whose_protocol_no_installed_adapter_speaks_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import conformance.api as api
+    from conformance.errors import UsageError
+
+    only_pika = {k: v for k, v in api.adapters().items() if v.protocol == "amqp-0-9-1"}
+    monkeypatch.setattr(api, "adapters", lambda: only_pika)
+    with pytest.raises(UsageError, match=r"the target speaks amqp-1.0, and no installed adapter for 'amqp' does"):
+        api.adapter_for("amqp", None, "amqp-1.0")
