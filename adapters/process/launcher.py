@@ -201,6 +201,7 @@ class ProcessTarget(Target):
             return
         try:
             os.killpg(pid, sig)
+            os.killpg(pid, signal.SIGCONT)  # a paused broker acts on the stop signal only once it runs
         except ProcessLookupError:
             return
         if not wait_until(lambda: self._gone(pid), grace_s, 0.02) and sig != signal.SIGKILL:

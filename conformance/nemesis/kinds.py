@@ -67,6 +67,9 @@ class FaultKind:
     #: The history's words for the act ("" when the act is told by its end) and for the node being back.
     fired_event: str = ""
     back_event: str = "start"
+    #: How long the fault lasts between :attr:`fire` and :attr:`heal` (a pause must outlast the
+    #: clients' patience to be a fault at all); 0 when the act itself is the fault.
+    hold_s: float = 0.0
 
     def cannot_take(self, target: Any) -> str:
         """The reason a target without the ability gives: the kind's words with the target's name."""
@@ -120,6 +123,11 @@ def _cannot_restart(target: Any) -> str:
     return f"{name} cannot be restarted or killed by the suite; broker faults need a launched target"
 
 
+#: How long a pause lasts: longer than a client's 1-2 s operation timeouts, shorter than the
+#: heartbeats that would end the connection (RabbitMQ and LavinMQ default to 60 s).
+PAUSE_S = 3.0
+
+
 def _pausable(target: Any) -> bool:
     return target is not None and bool(getattr(target, "can_pause", False))
 
@@ -136,7 +144,8 @@ PAUSE = FaultKind(
     "pause", BROKER, "SIGSTOP of the node the suite launched (its sockets stay open, nothing is answered), then SIGCONT",
     ability="fault.pause", offered_by=_pausable,
     cannot="{target} cannot be paused by the suite; a pause needs a process the suite launched",
-    fire=lambda target: target.pause(), heal=lambda target: target.resume(), fired_event="SIGSTOP", back_event="SIGCONT")
+    fire=lambda target: target.pause(), heal=lambda target: target.resume(), fired_event="SIGSTOP", back_event="SIGCONT",
+    hold_s=PAUSE_S)
 NODE_KILL = FaultKind(
     "node-kill", NODE, "kill -9 of one node of a cluster the suite launched, while the others serve",
     ability="fault.node-kill", offered_by=_cluster,
@@ -197,6 +206,8 @@ def strike(k: FaultKind, target: Any, say: Callable[[str, str], None], shared: s
     k.fire(target)
     if k.fired_event:
         say(k.fired_event, f"{name}{suffix}")
+    if k.hold_s:
+        time.sleep(k.hold_s)  # the fault's own duration, not a wait for anything to settle
     k.heal(target)
     took = time.monotonic() - start
     say(k.back_event, f"{name} accepting connections after {took:.1f}s{suffix}")

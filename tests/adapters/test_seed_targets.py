@@ -6,6 +6,7 @@ one line."""
 
 from __future__ import annotations
 
+import signal
 import socket
 from pathlib import Path
 from typing import Iterator
@@ -17,7 +18,7 @@ from adapters.process.definition import REPO_ROOT, load_definition
 from adapters.process.handshake import PROBES
 from adapters.process.launcher import ProcessTarget, broker_error_line
 from conformance.errors import TargetError
-from conformance.nemesis.kinds import KILL, PAUSE, RESTART, fault_applicability
+from conformance.nemesis.kinds import KILL, PAUSE, RESTART, fault_applicability, strike
 from conformance.supervisor import marked_pids
 
 SHARED = REPO_ROOT.parent / "shared" / "brokers"
@@ -70,6 +71,22 @@ def test_restart_kill_and_pause_on_each_seed_server(target: ProcessTarget) -> No
     log = target.log_file.read_text()
     assert all(word in log for word in ("kill -9", "stop (SIGTERM)", "pause (SIGSTOP)", "resume (SIGCONT)"))
     assert fault_applicability([PAUSE], target) is None
+    # A paused broker still takes its stop signal (SIGCONT follows it), not the SIGKILL fallback.
+    proc = target.proc
+    target.pause()
+    target.shutdown()
+    assert proc is not None and proc.returncode is not None and proc.returncode != -signal.SIGKILL
+
+
+def test_the_pause_kind_holds_the_broker_stopped_then_resumes_it() -> None:
+    target = seed("lavinmq")
+    said: list[tuple[str, str]] = []
+    try:
+        target.start()
+        took = strike(PAUSE, target, lambda op, detail: said.append((op, detail)))
+        assert [op for op, _ in said] == ["SIGSTOP", "SIGCONT"] and took >= PAUSE.hold_s and answers(target)
+    finally:
+        target.stop()
 
 
 def test_restart_and_kill_need_a_store(target: ProcessTarget) -> None:
