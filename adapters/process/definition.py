@@ -8,7 +8,7 @@ placeholders, filled when the target is prepared:
     {binary}      the resolved broker binary          {run_dir}   the target's private directory
     {binary_dir}  the directory holding the binary    {token}     a random hex id for this target
     {data_dir}    {run_dir}/data, kept across restart {user} {password}  the credentials of `url`
-    {port[NAME]}  a free loopback port per name
+    {port[NAME]}  a free loopback port per name       {env[NAME]} the suite's environment variable NAME ("" if unset)
 
 A literal brace is written twice (``{{`` ``}}``), as in Python's str.format.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from conformance.errors import TargetError, UsageError
 
 #: Top-level keys of a definition; anything else is a typo and refused.
 FIELDS = ("name", "binary", "ports", "start", "env", "env_clear_prefixes", "files", "links", "credentials", "url", "ready",
-          "stop", "no_store")
+          "stop", "no_store", "fixed_paths")
 BINARY_FIELDS = ("command", "env", "search", "install")
 READY_PROTOCOLS = ("amqp-0-9-1", "amqp-1.0")
 #: A relative definition path is also looked up from here, so it works outside a checkout's cwd.
@@ -102,6 +102,13 @@ class Definition:
     #: its data directory holds its durable state. Restart and kill cases are then ``unsupported
     #: (no-fault)`` in these words: the target cannot take a restart on its own data.
     no_store: str | None = None
+    #: Paths that, when one exists (placeholders filled), mean the broker has a store after all (a
+    #: store module installed beside it): :attr:`no_store` then does not hold.
+    store_if_present: tuple[str, ...] = ()
+    #: Paths the broker binds that no option moves (path -> why), so it cannot be private there:
+    #: the target holds a machine-wide lock on each while it lives (another target of the suite
+    #: waits for it) and refuses to start while a server it did not start answers there.
+    fixed_paths: dict[str, str] = field(default_factory=dict)
 
 
 def _str_map(raw: Any, where: str) -> dict[str, str]:
@@ -152,9 +159,19 @@ def parse_definition(data: Any, origin: str) -> Definition:
         for rel in names:
             if Path(rel).is_absolute() or ".." in Path(rel).parts:
                 raise UsageError(f"{origin}: {key}: {rel!r} must be a path inside the run directory")
-    no_store = data.get("no_store")
+    no_store, store_if_present = data.get("no_store"), ()
+    if isinstance(no_store, dict):
+        unknown = [k for k in no_store if k not in ("why", "unless_present")]
+        present = no_store.get("unless_present") or []
+        if unknown or not isinstance(present, list):
+            raise UsageError(f"{origin}: no_store: expected why and unless_present (a list of paths)")
+        no_store, store_if_present = no_store.get("why"), tuple(str(x) for x in present)
     if no_store is not None and not (isinstance(no_store, str) and no_store.strip()):
         raise UsageError(f"{origin}: no_store: expected one line saying why the broker keeps nothing across a restart")
+    fixed_paths = _str_map(data.get("fixed_paths"), f"{origin}: fixed_paths")
+    for path in fixed_paths:
+        if not Path(path).is_absolute():
+            raise UsageError(f"{origin}: fixed_paths: {path!r} must be an absolute path (one the broker binds whatever its options)")
     return Definition(
         name=str(data["name"]),
         path=origin,
@@ -175,6 +192,8 @@ def parse_definition(data: Any, origin: str) -> Definition:
         stop_signal=sig,
         stop_timeout_s=float(stop.get("timeout_s", 30)),
         no_store=" ".join(no_store.split()) if no_store else None,
+        store_if_present=store_if_present,
+        fixed_paths=fixed_paths,
     )
 
 

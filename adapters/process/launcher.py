@@ -11,12 +11,16 @@ directory when the target stops or the launching process dies, however it dies.
 
 from __future__ import annotations
 
+import collections
+import fcntl
+import hashlib
 import json
 import os
 import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -51,6 +55,8 @@ class ProcessTarget(Target):
         self.proc: subprocess.Popen[bytes] | None = None
         self._supervisor: Supervisor | None = None
         self._attached = attach is not None
+        #: Locks on the definition's fixed paths, held from the first start to stop (None: not claimed).
+        self._claims: list[int] | None = None
         #: Where the broker log goes: the run's results folder when the runner gives one (it outlives the target).
         self._log_dir = Path(run_dir) if run_dir else None
         if attach:
@@ -74,7 +80,7 @@ class ProcessTarget(Target):
         assert self.dir is not None
         return {"binary": self.binary, "binary_dir": str(Path(self.binary).parent), "run_dir": str(self.dir),
                 "data_dir": str(self.dir / "data"), "token": self.token, "port": self.ports, "user": self.d.user,
-                "password": self.password}
+                "password": self.password, "env": collections.defaultdict(str, os.environ)}
 
     def _prepare(self) -> None:
         self.binary = self.d.binary.resolve(self.name)  # before anything is created: a missing binary is one line
@@ -131,7 +137,12 @@ class ProcessTarget(Target):
 
     @property
     def no_store(self) -> str | None:
-        """Why this broker keeps nothing across a restart (the definition says), or None."""
+        """Why this broker keeps nothing across a restart (the definition says), or None; None too
+        when a store the definition names is installed beside this binary."""
+        if self.d.no_store and self.binary and self.dir is not None:
+            values = self._values()
+            if any(Path(render(p, values, self.d.path)).exists() for p in self.d.store_if_present):
+                return None
         return self.d.no_store
 
     @property
@@ -167,6 +178,8 @@ class ProcessTarget(Target):
         if self.dir is None:
             self._prepare()
         assert self.dir is not None
+        if not self._attached and self._claims is None:
+            self._claims = claim_fixed_paths(self.name, self.d.fixed_paths)
         if not self._attached and self._supervisor is None:
             try:
                 self._supervisor = Supervisor.spawn(self.token, str(self.dir))
@@ -270,16 +283,70 @@ class ProcessTarget(Target):
         """Everything goes through the watchdog (the same path as when this process dies)."""
         if self._attached:
             return
-        if self._supervisor is None:
-            if self.dir is not None:
-                shutil.rmtree(self.dir, ignore_errors=True)
-                self.dir = None
-            return
-        self._note("stop (end of run)")
-        supervisor, started = self._supervisor, self.proc
-        self._supervisor, self.proc = None, None
-        supervisor.stop_and_reap(started, f"target {self.name}")
-        self.dir = None
+        try:
+            if self._supervisor is None:
+                if self.dir is not None:
+                    shutil.rmtree(self.dir, ignore_errors=True)
+                    self.dir = None
+                return
+            self._note("stop (end of run)")
+            supervisor, started = self._supervisor, self.proc
+            self._supervisor, self.proc = None, None
+            supervisor.stop_and_reap(started, f"target {self.name}")
+            self.dir = None
+        finally:
+            for fd in self._claims or ():
+                os.close(fd)  # closing the descriptor releases its lock
+            self._claims = None
+
+
+#: How long a target waits for another target of the suite to release a fixed path it binds too.
+FIXED_PATH_WAIT_S = 180.0
+
+
+def claim_fixed_paths(target: str, paths: dict[str, str]) -> list[int]:
+    """A machine-wide lock per fixed path (a file beside it in the temp dir, so every run of the
+    suite on the machine sees it), waited for up to :data:`FIXED_PATH_WAIT_S`; then a path that
+    answers as a UNIX socket belongs to a server the suite did not start, which the broker would
+    take over: refused in one line. The descriptors hold the locks until closed."""
+    held: list[int] = []
+    try:
+        for path, why in paths.items():
+            name = hashlib.sha1(path.encode()).hexdigest()[:12]
+            fd = os.open(Path(tempfile.gettempdir()) / f"conformance-fixed-{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            held.append(fd)
+            if not wait_until(lambda fd=fd: _try_lock(fd), FIXED_PATH_WAIT_S, 0.1):
+                raise TargetError(f"target {target}: another run of the suite has held {path} for {FIXED_PATH_WAIT_S:.0f}s "
+                                  f"({why}); run one such target at a time")
+            if _answers(path):
+                raise TargetError(f"target {target}: {path} is in use by a server the suite did not start, and this broker "
+                                  f"binds it whatever its options ({why}); it would take it over: stop that server first")
+    except BaseException:
+        for fd in held:
+            os.close(fd)
+        raise
+    return held
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _answers(path: str) -> bool:
+    """A server accepts connections on the UNIX socket at ``path`` (a stale socket file does not)."""
+    if not Path(path).is_socket():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(1.0)
+        try:
+            s.connect(path)
+            return True
+        except OSError:
+            return False
 
 
 #: A line that states an error, in the words brokers use (LavinMQ: "Unhandled exception: ...",

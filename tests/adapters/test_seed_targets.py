@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -171,3 +172,70 @@ def test_a_target_whose_protocol_no_installed_adapter_speaks_says_so(monkeypatch
     monkeypatch.setattr(api, "adapters", lambda: only_pika)
     with pytest.raises(UsageError, match=r"the target speaks amqp-1.0, and no installed adapter for 'amqp' does"):
         api.adapter_for("amqp", None, "amqp-1.0")
+
+
+def test_lavinmq_1_targets_take_their_fixed_control_socket_one_at_a_time() -> None:
+    """1.x binds /tmp/lavinmqctl.sock whatever its options: a second target of the suite waits for
+    the first to stop instead of taking the socket over."""
+    first, second = seed("lavinmq-1"), seed("lavinmq-1")
+    started = threading.Event()
+    errors: list[BaseException] = []
+
+    def start_second() -> None:
+        try:
+            second.start()
+            started.set()
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    try:
+        first.start()
+        waiter = threading.Thread(target=start_second, daemon=True)
+        waiter.start()
+        assert not started.wait(1.5) and not second.running()  # held back while the first lives
+        first.stop()
+        assert started.wait(60) and not errors and answers(second)
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_a_fixed_path_a_server_the_suite_did_not_start_answers_on_is_refused(tmp_path: Path) -> None:
+    seed("lavinmq-1")
+    sock_path = str(tmp_path / "ctl.sock")
+    data = yaml.safe_load((REPO_ROOT / "adapters" / "lavinmq" / "targets" / "lavinmq-1.yaml").read_text())
+    data["fixed_paths"] = {sock_path: "the control socket"}
+    definition = tmp_path / "foreign.yaml"
+    definition.write_text(yaml.safe_dump(data))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(sock_path)
+        server.listen()
+        target = ProcessTarget(load_definition(str(definition)))
+        with pytest.raises(TargetError, match=r"ctl.sock is in use by a server the suite did not start.*stop that server first$"):
+            target.start()
+        target.stop()
+        assert not target.running()
+    # a stale socket file (nobody answers) is the broker's to replace
+    again = ProcessTarget(load_definition(str(definition)))
+    try:
+        again.start()
+        assert answers(again)
+    finally:
+        again.stop()
+
+
+def test_a_store_module_beside_qpidd_means_it_persists(tmp_path: Path) -> None:
+    seed("qpidd")
+    data = yaml.safe_load((REPO_ROOT / "adapters" / "qpid_cpp" / "targets" / "qpidd.yaml").read_text())
+    store = tmp_path / "linearstore.so"
+    data["no_store"]["unless_present"] = [str(store)]
+    definition = tmp_path / "qpidd-store.yaml"
+    definition.write_text(yaml.safe_dump(data))
+    target = ProcessTarget(load_definition(str(definition)))
+    try:
+        target._prepare()
+        assert target.no_store and "store module" in target.no_store
+        store.write_bytes(b"")
+        assert target.no_store is None and fault_applicability([RESTART, KILL], target) is None
+    finally:
+        target.stop()
