@@ -49,6 +49,9 @@ MINIMAL = {"name": "x", "binary": "x-broker", "ports": ["amqp"], "start": ["{bin
         ({"ready": {"protocol": "amqp-1.0", "port": "web"}}, "ready: expected protocol"),
         ({"stop": {"signal": "SIGSTOPP"}}, "unknown signal 'SIGSTOPP'"),
         ({"files": {"../etc/x": "y"}}, "must be a path inside the run directory"),
+        ({"links": {"/abs": "y"}}, "links: '/abs' must be a path inside the run directory"),
+        ({"fixed_paths": {"tmp/x.sock": "y"}}, "must be an absolute path"),
+        ({"no_store": {"why": "x", "unless": []}}, "no_store: expected why and unless_present"),
         ({"url": None}, "missing 'url'"),
     ],
 )
