@@ -22,6 +22,8 @@ def add_parser(sub: Any) -> None:
     ls.add_argument("--pack", action="append", help="also list this requirement pack's requirements (repeatable)")
     ls.add_argument("--adapter", help="list the requirement packs this adapter's package ships too")
     ls.add_argument("--profile-keys", action="store_true", help="print the profile keys the cases read, their values and meaning")
+    ls.add_argument("--regressions", action="store_true",
+                    help="the regression corpus: documented broker bugs, the case and self-test mutation catching each")
     ls.set_defaults(func=command)
 
 
@@ -35,6 +37,8 @@ def command(args: argparse.Namespace) -> int:
 
         print(render_keys())
         return EXIT_OK
+    if args.regressions:
+        return _list_regressions(args)
     check({"pack": args.pack}, args.adapter)  # the packs' requirements are listed with the core's
     if args.rules:
         return _list_rules(args)
@@ -83,4 +87,39 @@ def _list_rules(args: argparse.Namespace) -> int:
     console = Console()
     console.print(table)
     console.print(closing_line(figs))
+    return EXIT_OK
+
+
+def _list_regressions(args: argparse.Namespace) -> int:
+    """The corpus (conformance/regressions/): entry, product, versions, case, mutation, caught."""
+    from conformance.regressions.corpus import corpus
+
+    entries = [e for e in corpus() if not args.area or e.area == args.area]
+    rows = []
+    for e in entries:
+        caught, why = e.caught()
+        rows.append({"id": e.id, "product": e.product, "ref": e.ref, "url": e.url, "versions": e.versions, "area": e.area,
+                     "protocol": e.protocol, "case": str(e.case) if e.case else None, "mutation": e.mutation,
+                     "caught": caught, "why_not": why or None, "observed": e.observed})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} documented bugs", expand=True)
+    for col in ("entry", "product", "versions", "case", "mutation", "caught"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(escape(f"{r['id']}\n{r['url']}"), escape(r["product"]), escape(r["versions"]), escape(r["case"] or "-"),
+                      escape(r["mutation"] or "-"), "yes" if r["caught"] else escape(f"no: {r['why_not']}"))
+    console = Console(width=max(Console().width, 160))
+    console.print(table)
+    products: dict[str, list[bool]] = {}
+    for r in rows:
+        products.setdefault(r["product"], []).append(r["caught"])
+    for product, caught in sorted(products.items()):
+        console.print(f"{product}: {len(caught)} entries, {sum(caught)} caught")
+    console.print(f"all: {len(rows)} entries across {len(products)} products, {sum(r['caught'] for r in rows)} caught")
     return EXIT_OK
