@@ -278,6 +278,32 @@ class DeliveryCountFalsified(HeaderRewriter):
         return f"x-delivery-count {old} -> {h['x-delivery-count']}"
 
 
+@operator("first-delivery-counted", P, "adds x-delivery-count 0 to every first delivery (redelivered=false) that carries none, by basic.deliver and basic.get-ok alike")
+class FirstDeliveryCounted(HeaderRewriter):
+    """A broker that stamps the delivery counter on a message never returned before (RabbitMQ
+    quorum queues before 3.12 on basic.get, LavinMQ before 2.2 on every first delivery)."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.first: dict[int, bool] = {}  # channel -> the delivery whose header comes next is a first one
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is S and frame.name in DELIVERIES:
+            self.first[frame.channel] = not decode(frame).redelivered
+            return None
+        if sender is S and frame.name == "content-header" and not self.first.pop(frame.channel, False):
+            return None  # a redelivery, or the content of a basic.return
+        return super().rewrite(sender, frame)
+
+    def change(self, props: Any) -> str | None:
+        h = _headers(props)
+        if "x-delivery-count" in h:
+            return None
+        h["x-delivery-count"] = 0
+        props.headers = h
+        return "x-delivery-count 0 added to a first delivery"
+
+
 @operator("x-death-removed", P, "removes x-death and x-first-death-*/x-last-death-* headers from dead-lettered deliveries")
 class XDeathRemoved(HeaderRewriter):
     def change(self, props: Any) -> str | None:

@@ -448,3 +448,14 @@ def test_reply_code_shifted_and_exclusive_cleared() -> None:
     declare = frames091((commands.Queue.Declare(queue="q", exclusive=True), 1), (commands.Basic.Consume(queue="q", exclusive=True), 1))
     to_server, *_ = run("exclusive-cleared", [(C, f) for f in declare])
     assert [v.exclusive for v in decoded(to_server)] == [False, False]
+
+
+def test_first_delivery_counted_stamps_only_first_deliveries_without_a_count() -> None:
+    props = commands.Basic.Properties(headers={"x-delivery-count": 1})
+    counted = frames091((commands.Basic.GetOk(3, True, "", "q", 0), 1), (pheader.ContentHeader(0, 2, props), 1), (pbody.ContentBody(b"hi"), 1))
+    ret = frames091((commands.Basic.Return(312, "NO_ROUTE", "", "q"), 1), (pheader.ContentHeader(0, 2, commands.Basic.Properties()), 1), (pbody.ContentBody(b"hi"), 1))
+    stream = [(S, f) for f in deliver(1, False) + deliver(2, True) + counted + ret]
+    _, to_client, io, m = run("first-delivery-counted", stream)
+    headers = [(v.properties.headers or {}).get("x-delivery-count") for v in decoded(to_client) if isinstance(v, pheader.ContentHeader)]
+    assert headers == [0, None, 1, None]
+    assert m.rewritten == 1 and "x-delivery-count 0 added" in io.notes[0]
