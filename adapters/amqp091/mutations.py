@@ -197,6 +197,51 @@ class ArgumentRefused(Mutator):
         return [encode(commands.Channel.Close(200, "closed by mutation", 0, 0), ch)]
 
 
+_METHOD_ID = {"basic.ack": 80, "basic.reject": 90, "basic.nack": 120}
+
+
+@operator("cancelled-consumer-forgotten", P, "after basic.cancel-ok, refuses the settlement of a delivery the cancelled consumer still holds with channel.close 406 unknown delivery tag (the channel lost the consumer's delivery state)")
+class CancelledConsumerForgotten(ArgumentRefused):
+    """A channel that drops a cancelled consumer's deliveries with the consumer (RabbitMQ quorum
+    queue consumers cancelled or re-registered with deliveries in flight): the channel is closed on
+    both sides, as ArgumentRefused does, and the broker returns what the consumer held."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.owner: dict[int, dict[int, str]] = {}  # channel -> delivery tag -> consumer tag
+        self.cancelled: dict[int, set[str]] = {}
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if frame.name == "channel.close-ok" and frame.channel in self.pending[sender]:
+            self.pending[sender].discard(frame.channel)
+            return []
+        ch = frame.channel
+        if sender is S and frame.name == "basic.deliver":
+            v = decode(frame)
+            self.owner.setdefault(ch, {})[v.delivery_tag] = v.consumer_tag
+        elif sender is S and frame.name == "basic.cancel-ok":
+            self.cancelled.setdefault(ch, set()).add(decode(frame).consumer_tag)
+        elif sender is S and frame.name == "channel.open-ok":
+            self.owner.pop(ch, None)
+            self.cancelled.pop(ch, None)
+        elif sender is C and frame.name in SETTLEMENTS:
+            v = decode(frame)
+            owners = self.owner.get(ch, {})
+            multiple = getattr(v, "multiple", False)
+            tags = [t for t in owners if t <= v.delivery_tag or not v.delivery_tag] if multiple else [v.delivery_tag]
+            if not any(owners.get(t) in self.cancelled.get(ch, ()) for t in tags):
+                for t in tags:
+                    owners.pop(t, None)
+            else:
+                self.pending[C].add(ch)
+                self.pending[S].add(ch)
+                text = f"PRECONDITION_FAILED - unknown delivery tag {v.delivery_tag} (refused by mutation)"
+                self.io.to_client([encode(commands.Channel.Close(406, text, 60, _METHOD_ID[frame.name]), ch)])
+                self.applied(f"{frame.name} delivery_tag {v.delivery_tag} of a cancelled consumer on channel {ch} refused with 406")
+                return [encode(commands.Channel.Close(200, "closed by mutation", 0, 0), ch)]
+        return None
+
+
 @operator("durable-flipped", P, "flips the durable flag of classic queue declarations (durable queues lose their messages on restart, transient ones survive)")
 class DurableFlipped(FieldRewriter):
     sender, frames = C, ("queue.declare",)

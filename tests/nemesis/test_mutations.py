@@ -459,3 +459,17 @@ def test_first_delivery_counted_stamps_only_first_deliveries_without_a_count() -
     headers = [(v.properties.headers or {}).get("x-delivery-count") for v in decoded(to_client) if isinstance(v, pheader.ContentHeader)]
     assert headers == [0, None, 1, None]
     assert m.rewritten == 1 and "x-delivery-count 0 added" in io.notes[0]
+
+
+def test_cancelled_consumer_forgotten_refuses_only_a_cancelled_consumers_tags() -> None:
+    ack = lambda tag, multiple=False: frames091((commands.Basic.Ack(tag, multiple), 1))  # noqa: E731
+    stream = ([(S, f) for f in deliver(1) + deliver(2)] + [(C, f) for f in ack(1)]
+              + [(C, f) for f in frames091((commands.Basic.Cancel("ctag"), 1))]
+              + [(S, f) for f in frames091((commands.Basic.CancelOk("ctag"), 1))] + [(C, f) for f in ack(2)]
+              + [(S, f) for f in frames091((commands.Channel.CloseOk(), 1))] + [(C, f) for f in frames091((commands.Channel.CloseOk(), 1))])
+    to_server, to_client, io, m = run("cancelled-consumer-forgotten", stream)
+    sent = decoded(to_server)
+    assert [type(v).__name__ for v in sent] == ["Ack", "Cancel", "Close"] and sent[2].reply_code == 200
+    refusal = decoded(io.client)
+    assert [(type(v).__name__, v.reply_code) for v in refusal] == [("Close", 406)] and "unknown delivery tag 2" in refusal[0].reply_text
+    assert [type(v).__name__ for v in decoded(to_client)].count("CloseOk") == 0 and m.rewritten == 1
