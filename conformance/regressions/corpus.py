@@ -143,8 +143,11 @@ def parse_entry(raw: Any, product: str, where: str) -> Entry:
         if not isinstance(c, dict) or c.get("requirement") not in reqs or any(k not in ("requirement", "queue_type", "variant") for k in c):
             raise UsageError(f"{where}: case: expected requirement (a catalogue id), queue_type and variant")
         case = Case(str(c["requirement"]), c.get("queue_type"), c.get("variant"))
-        if protocol not in reqs[case.requirement].protocols:
-            raise UsageError(f"{where}: case {case.requirement} does not apply to {protocol}")
+        # a requirement applies to every adapter offering what it needs (its `protocols` only scope
+        # its levels), except a pack's whose cases speak one protocol's frames themselves
+        wire = reqs[case.requirement].wire_protocols
+        if wire and protocol not in wire:
+            raise UsageError(f"{where}: case {case.requirement} speaks {', '.join(wire)} on the wire, not {protocol}")
     mutation = raw.get("mutation")
     if mutation is not None and mutation not in {m.name for m in available(protocol)}:
         raise UsageError(f"{where}: mutation {mutation!r} is not a {protocol} mutation")
