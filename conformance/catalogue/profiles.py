@@ -41,6 +41,7 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from conformance.catalogue.configurations import base_of
 from conformance import yamlio
 from conformance.catalogue.profile_keys import entry_problem
 from conformance.errors import UsageError
@@ -83,8 +84,10 @@ class Documented:
     versions: tuple[str, ...] | None = None
 
     def applies(self, requirement: str, queue_type: str | None) -> bool:
+        """For ``requirement`` on a cell: its queue types name the cell's (``classic+priority``) or
+        the queue type it is a configuration of (``classic`` holds for every classic configuration)."""
         return self.requirement == requirement and (
-            self.queue_types is None or queue_type is None or queue_type in self.queue_types
+            self.queue_types is None or queue_type is None or queue_type in self.queue_types or base_of(queue_type) in self.queue_types
         )
 
     def affects(self, server_version: str) -> bool:
@@ -144,7 +147,7 @@ class Profile:
         by_qt = self.entries.get(key)
         if not by_qt:
             return None
-        return by_qt.get(queue_type) or by_qt.get(None)
+        return by_qt.get(queue_type) or by_qt.get(base_of(queue_type)) or by_qt.get(None)
 
     def unsupported_reason(self, requirement: str, queue_type: str | None) -> Documented | None:
         return next((u for u in self.unsupported if u.applies(requirement, queue_type)), None)

@@ -37,6 +37,9 @@ class Case:
     queue_types: ClassVar[tuple[str, ...] | None] = None
     #: Extra parameter axis (e.g. which trigger requeues): each value runs as its own case.
     variants: ClassVar[tuple[str, ...] | None] = None
+    #: Queue configurations (conformance/catalogue/data/configurations.yaml) the case is meaningful
+    #: under besides each queue type's default: each runs as its own cell ("classic+priority").
+    configurations: ClassVar[tuple[str, ...]] = ()
     #: The scenario restarts or kills the broker: it runs alone, never beside another case (cases of
     #: the same fault may share one restart or kill, see conformance.runner.shared_faults).
     disrupts_broker: ClassVar[bool] = False

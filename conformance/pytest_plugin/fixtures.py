@@ -7,6 +7,7 @@ from typing import Callable, Iterator, NoReturn
 
 import pytest
 
+from conformance.catalogue.configurations import cell_types
 from conformance.kit.case import Case
 from conformance.pytest_plugin.stash import DEADLINE, STASH_RESULT, planned, state_of
 from conformance.runner.case_runner import CaseCall, Ended, run_case
@@ -27,6 +28,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         qts = tuple(n for n, q in state.profile.queue_types.items() if q.runs) or (None,)
     else:
         qts = ("classic", "quorum")
+    qts = cell_types(qts, cls.configurations)
     metafunc.parametrize("queue_type", qts, ids=[q or "default" for q in qts])
     if cls.variants:
         metafunc.parametrize("variant", cls.variants)

@@ -143,6 +143,9 @@ def parse_entry(raw: Any, product: str, where: str) -> Entry:
         if not isinstance(c, dict) or c.get("requirement") not in reqs or any(k not in ("requirement", "queue_type", "variant") for k in c):
             raise UsageError(f"{where}: case: expected requirement (a catalogue id), queue_type and variant")
         case = Case(str(c["requirement"]), c.get("queue_type"), c.get("variant"))
+        from conformance.catalogue.configurations import split
+
+        split(case.queue_type)  # a configured cell names a known configuration ("classic+priority")
         # a requirement applies to every adapter offering what it needs (its `protocols` only scope
         # its levels), except a pack's whose cases speak one protocol's frames themselves
         wire = reqs[case.requirement].wire_protocols

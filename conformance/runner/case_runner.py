@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
+from conformance.catalogue.configurations import base_of
 from conformance import inflight
 from conformance.catalogue.capabilities import applicability
 from conformance.catalogue.requirements import Requirement, requirement
@@ -320,8 +321,8 @@ def _not_applicable(req: Requirement, state: RunState, queue_type: str | None, f
     why = applicability(req, state.adapter, state.profile)
     if why:
         return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=why, unsupported_kind=CANNOT_EXPRESS)
-    if queue_type is not None and queue_type not in state.profile.queue_types:
-        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"profile {state.profile.id} has no queue type {queue_type!r}",
+    if queue_type is not None and base_of(queue_type) not in state.profile.queue_types:
+        return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=f"profile {state.profile.id} has no queue type {base_of(queue_type)!r}",
                        unsupported_kind=CANNOT_EXPRESS)
     # an entry of kind refused runs the case: only the refusal seen on the wire makes it unsupported
     skip = profile_skip(state.profile.unsupported_reason(req.id, queue_type), req.text)

@@ -15,6 +15,7 @@ from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
 class TestFirstDeliveryNotRedelivered(Case):
     requirement = "ACK-FIRST-NOT-REDELIVERED"
+    configurations = ("priority", "length-limit-reject", "length-limit-drop-head", "message-ttl", "delivery-limit")
 
     def scenario(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
@@ -66,6 +67,7 @@ def _judge_all_return(obs: Obs, what: str) -> Verdict:
 
 class TestRedeliverOnConnectionLoss(Case):
     requirement = "ACK-REDELIVER-ON-CONNECTION-LOSS"
+    configurations = ("priority", "length-limit-reject", "length-limit-drop-head", "message-ttl", "delivery-limit")
 
     def scenario(self, ctx: CaseContext) -> Obs:
         return _returns_after_loss(ctx, "cut")
@@ -86,6 +88,7 @@ class TestRedeliverOnChannelClose(Case):
 
 class TestAckedNeverRedelivered(Case):
     requirement = "ACK-ACKED-NEVER-REDELIVERED"
+    configurations = ("priority", "message-ttl")
 
     def scenario(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()

@@ -34,6 +34,7 @@ def expected_order(policy: str, published: list[str], returned: list[str]) -> li
 class TestRequeuePosition(Case):
     requirement = "ACK-REQUEUE-POSITION"
     variants = ("consumer-loss", "recover", "nack")
+    configurations = ("priority", "length-limit-drop-head", "delivery-limit")
 
     def scenario(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()

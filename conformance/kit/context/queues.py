@@ -6,7 +6,10 @@ import uuid
 from typing import Any
 
 from conformance.api import AckMode, QueueSpec, QueueStats, Session
+from conformance.catalogue.configurations import split
+from conformance.errors import ChannelClosed, Unsupported
 from conformance.kit.context.connections import Connections
+from conformance.unsupported import REFUSED
 
 
 class Queues(Connections):
@@ -23,17 +26,26 @@ class Queues(Connections):
               role: str = "q", name: str | None = None) -> str:
         """Declare a uniquely named queue of the case's queue type (``plain``: a classic queue, e.g.
         a dead-letter target), deleted after the case. ``arguments`` add to the type's own."""
-        qt = None if plain else self.profile.queue_types.get(self.queue_type or "")
-        kind = "classic" if plain else self.queue_type or "default"
+        base, config = (None, None) if plain else split(self.queue_type)
+        qt = None if plain else self.profile.queue_types.get(base or "")
+        kind = "classic" if plain else base or "default"
         name = name or self.queue_name(role, plain=plain)
         spec = QueueSpec(
             name=name,
             queue_type=kind,
             durable=durable if durable is not None else (qt.durable if qt else True),
-            arguments={**(qt.arguments if qt else {}), **(arguments or {})},
+            arguments={**(qt.arguments if qt else {}), **(config.arguments if config else {}), **(arguments or {})},
         )
         self._queues.append(name)
-        self.admin.declare_queue(spec)
+        try:
+            self.admin.declare_queue(spec)
+        except ChannelClosed as exc:
+            if config is None or exc.code in (320, 541):  # not a refusal of the configuration: the broker broke
+                raise
+            # the broker declined this queue configuration in its protocol's own way: an optional
+            # feature refused, its words recorded (never a fail, never silence)
+            raise Unsupported(f"{self.queue_type} queue refused: {exc.code} {exc.text}", kind=REFUSED,
+                              refusal=f"{exc.code} {exc.text}") from None
         return name
 
     def exchange(self, kind: str = "direct") -> str:
