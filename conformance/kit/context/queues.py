@@ -7,7 +7,7 @@ from typing import Any
 
 from conformance.api import AckMode, QueueSpec, QueueStats, Session
 from conformance.catalogue.configurations import split
-from conformance.errors import ChannelClosed, Unsupported
+from conformance.errors import ChannelClosed, TargetCannot
 from conformance.kit.context.connections import Connections
 from conformance.unsupported import REFUSED
 
@@ -44,7 +44,7 @@ class Queues(Connections):
                 raise
             # the broker declined this queue configuration in its protocol's own way: an optional
             # feature refused, its words recorded (never a fail, never silence)
-            raise Unsupported(f"{self.queue_type} queue refused: {exc.code} {exc.text}", kind=REFUSED,
+            raise TargetCannot(f"{self.queue_type} queue refused: {exc.code} {exc.text}", kind=REFUSED,
                               refusal=f"{exc.code} {exc.text}") from None
         return name
 
