@@ -7,6 +7,7 @@ from typing import Callable, Iterator, NoReturn
 
 import pytest
 
+from conformance.catalogue.capabilities import adapter_capabilities, missing
 from conformance.catalogue.configurations import cell_types
 from conformance.kit.case import Case
 from conformance.pytest_plugin.stash import DEADLINE, STASH_RESULT, planned, state_of
@@ -28,13 +29,28 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         qts = tuple(n for n, q in state.profile.queue_types.items() if q.runs) or (None,)
     else:
         qts = ("classic", "quorum")
-    qts = cell_types(qts, cls.configurations)
+    if cls.configurations and configurable(state):
+        qts = cell_types(qts, cls.configurations)
     metafunc.parametrize("queue_type", qts, ids=[q or "default" for q in qts])
     if cls.variants:
         metafunc.parametrize("variant", cls.variants)
     repeat = metafunc.config.getoption("--repeat", 1) or 1
     if repeat > 1:
         metafunc.parametrize("conformance_attempt", range(1, repeat + 1), ids=[f"{ATTEMPT_ID}{n}" for n in range(1, repeat + 1)])
+
+
+def configurable(state: object) -> bool:
+    """Queue configurations are declaration arguments: a run whose adapter cannot send them (AMQP
+    1.0 and STOMP attach to a node by address) or whose broker's dialect lacks them gets no
+    configured cells, rather than a column of cells that could never run. No run state (collecting
+    the catalogue): every cell."""
+    if state is None:
+        return True
+    offered = adapter_capabilities(state.adapter)  # type: ignore[attr-defined]
+    if offered is None:
+        return True
+    not_offered, lacked = missing(("queue.arguments",), offered, getattr(state.profile, "lacks", {}) or {})  # type: ignore[attr-defined]
+    return not not_offered and not lacked
 
 
 @pytest.fixture

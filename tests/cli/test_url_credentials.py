@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
-from conformance.cases import all_cases
 from conformance.runner.judged import summary
 from conformance.runner.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
+from tests.support.cells import catalogue_cells
 
 
 def test_a_url_with_credentials_runs_the_whole_catalogue_and_no_output_shows_the_password(tmp_path: Path) -> None:
@@ -38,7 +38,7 @@ def test_a_url_with_credentials_runs_the_whole_catalogue_and_no_output_shows_the
     assert run.get("status") == "finished", (run.get("status"), proc.stdout[-2000:], proc.stderr[-2000:])
     records = list(read_results(out))
     assert {r["run_id"] for r in records} == {run["run_id"]}
-    cases = [1 for c in all_cases() for _ in (c.variants or [None]) for _ in (c.queue_types or ("classic", "quorum"))]
+    cases = catalogue_cells()
     assert len(records) == len(cases), (len(records), len(cases))
     assert run["judged"] == summary(run["counts"]) and run["judged"]["judged"] > 0
     assert secret not in proc.stdout and secret not in proc.stderr

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from conformance.cases import all_cases
+from conformance.catalogue.configurations import cell_types
 from conformance.catalogue.requirements import requirement
 from conformance.cli import build_parser, pytest_args
 from conformance.errors import ConnectionLost, NoReply
@@ -45,7 +46,7 @@ def _items() -> list[PlannedCase]:
     """The collected catalogue as the runner sees it: each case class with its parameters, in catalogue order."""
     items = []
     for cls in all_cases():
-        for qt in cls.queue_types or ("classic", "quorum"):
+        for qt in cell_types(cls.queue_types or ("classic", "quorum"), cls.configurations):
             for variant in cls.variants or [None]:
                 items.append(PlannedCase(f"{cls.__name__}[{qt}-{variant}]", cls, qt, variant))
     return items
