@@ -140,6 +140,13 @@ class Session(abc.ABC):
     def queue_stats(self, name: str) -> QueueStats:
         """Broker-side counts, read synchronously (0-9-1: passive queue.declare)."""
 
+    def purge_queue(self, name: str) -> int:
+        """Remove every ready message of ``name``; the count the broker answered (0-9-1 purge-ok
+        message-count). Protocols without a purge raise Unsupported."""
+        from conformance.errors import Unsupported
+
+        raise Unsupported("this protocol has no queue purge")
+
     def await_departure(self, queue: str) -> str | None:
         """Barrier for "every consumer of ``queue`` left" where consumers cannot be counted: return
         what proved it (the mechanism and the broker's answer), or None when :meth:`queue_stats`

@@ -203,6 +203,10 @@ class PikaSession(Session):
         return QueueStats(ready=ok.method.message_count, consumers=ok.method.consumer_count)
 
     @translate
+    @translate
+    def purge_queue(self, name: str) -> int:
+        return int(self.channel.queue_purge(name).method.message_count)
+
     def enable_confirms(self) -> None:
         self.channel.confirm_delivery()
 

@@ -17,10 +17,12 @@ from tests.verdicts.examples import (
     QQ,
     RABBIT,
     Example,
+    again,
     bad,
     connection_closed,
     dev,
     everywhere,
+    first,
     judged,
     ok,
     soft,
@@ -50,7 +52,23 @@ UNAVAILABLE = "OperationTimeout: basic.get on 'q' not answered in 15.0s"
 NON_DURABLE_GONE = {"declare": OPEN, "after": soft(404, "NOT_FOUND - no queue 'nd' in vhost '/'")}
 NON_DURABLE_REFUSED = {"declare": connection_closed(541, "INTERNAL_ERROR - Feature `transient_nonexcl_queues` is deprecated")}
 
+REQUEUED = ["requeued-1", "requeued-2"]
+PURGED, AFTER_PURGE = ["purged-1", "purged-2", "purged-3", "purged-4"], ["after-purge-1"]
+
+
+def requeued(variant: str, drained: list[dict[str, Any]], unavailable: str | None = None) -> dict[str, Any]:
+    return {"variant": variant, "ids": REQUEUED, "before": first(*REQUEUED), "drained": drained, "unavailable": unavailable}
+
+
+def purged(variant: str, drained: list[dict[str, Any]], count: int = 4, unavailable: str | None = None) -> dict[str, Any]:
+    return {"variant": variant, "ids": PURGED, "purged": count, "control": AFTER_PURGE, "drained": drained, "unavailable": unavailable}
+
+
 PERSIST_GOOD: list[Example] = [
+    *everywhere("TestRequeuedRedelivered", "restart", requeued("restart", again(*REQUEUED))),
+    *everywhere("TestRequeuedRedelivered", "kill", requeued("kill", again(*REQUEUED))),
+    *everywhere("TestPurgedStaysGone", "restart", purged("restart", kept(*AFTER_PURGE))),
+    *everywhere("TestPurgedStaysGone", "kill", purged("kill", kept(*AFTER_PURGE))),
     *everywhere("TestConfirmedSurvives", "restart", survived("restart", kept(*PIDS))),
     *everywhere("TestConfirmedSurvives", "kill", survived("kill", kept(*PIDS))),
     *(ok("TestTransientFate", "transient-lost", TRANSIENT_LOST, "classic", p) for p in (RABBIT, P43)),
@@ -68,6 +86,17 @@ PERSIST_VIOLATIONS: list[Example] = [
         shows="not persistent: [persistent-1]"),
     bad("TestConfirmedSurvives", "kill-duplicates", survived("kill", kept(*PIDS, "persistent-3")), shows="persistent-3, persistent-3"),
     bad("TestConfirmedSurvives", "kill-classic-unavailable", survived("kill", [], UNAVAILABLE), "classic", RABBIT, shows="could not be consumed"),
+    # PERSIST-REQUEUED-REDELIVERED (lavinmq#1911: the flag is not kept across a restart)
+    bad("TestRequeuedRedelivered", "restart-clears-flag", requeued("restart", first(*REQUEUED)), shows="redelivered=false: [requeued-1, requeued-2]"),
+    bad("TestRequeuedRedelivered", "kill-clears-one", requeued("kill", [*again("requeued-1"), *first("requeued-2", start=2)]), QQ,
+        shows="redelivered=false: [requeued-2]"),
+    bad("TestRequeuedRedelivered", "restart-loses-requeued", requeued("restart", again("requeued-2")), shows="= [requeued-2]"),
+    bad("TestRequeuedRedelivered", "classic-unavailable", requeued("kill", [], UNAVAILABLE), "classic", RABBIT, shows="could not be consumed"),
+    # PERSIST-PURGED-STAYS-GONE (lavinmq#2247: purged requeued messages come back)
+    bad("TestPurgedStaysGone", "requeued-come-back", purged("restart", kept("purged-1", "purged-2", *AFTER_PURGE)), shows="purged messages back: [purged-1, purged-2]"),
+    bad("TestPurgedStaysGone", "kill-brings-back-all", purged("kill", kept(*PURGED, *AFTER_PURGE)), QQ, shows="purged-4"),
+    bad("TestPurgedStaysGone", "purge-ok-miscounts", purged("restart", kept(*AFTER_PURGE), count=2), shows="message-count 2"),
+    bad("TestPurgedStaysGone", "control-lost", purged("restart", []), shows="= []"),
     # PERSIST-TRANSIENT-FATE
     bad("TestTransientFate", "classic-keeps-transient", TRANSIENT_KEPT, "classic", RABBIT, shows="transient-1"),
     bad("TestTransientFate", "quorum-loses-transient", TRANSIENT_LOST, QQ, RABBIT, shows="= [persistent-1]"),
@@ -109,3 +138,12 @@ def test_non_durable_declare_refused_is_spec_fail_never_pass() -> None:
     v = judged("TestNonDurableQueueGone", NON_DURABLE_REFUSED, P43)
     assert v.outcome is Outcome.DEVIATION and v.spec == "fail" and "transient_nonexcl_queues" in v.citation + v.reason
     assert judged("TestNonDurableQueueGone", NON_DURABLE_REFUSED, RABBIT).outcome is Outcome.FAIL
+
+
+def test_quorum_unavailable_after_kill_is_the_documented_deviation_for_the_new_restart_cases_too() -> None:
+    for name, obs in (("TestRequeuedRedelivered", requeued("kill", [], UNAVAILABLE)), ("TestPurgedStaysGone", purged("kill", [], unavailable=UNAVAILABLE))):
+        case = CASES[name]()
+        v = apply_profile(case.verdict(obs, RABBIT, "quorum"), case.requirement, "quorum", RABBIT)
+        assert v.outcome is Outcome.DEVIATION and "10070" in v.citation
+        after_restart = apply_profile(case.verdict(with_(obs, variant="restart"), RABBIT, "quorum"), case.requirement, "quorum", RABBIT)
+        assert after_restart.outcome is Outcome.FAIL

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from conformance.catalogue.profiles import Profile
 from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
-from conformance.kit.case import Case, CaseContext, Obs, Settled
+from conformance.kit.case import Case, CaseContext, Obs, Settled, delivery_obs
 from conformance.kit.reference import judge
 from conformance.kit.scenarios import unavailable_key
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same
@@ -135,3 +135,97 @@ class TestNonDurableQueueGone(Case):
                          key="queue-survived" if not after["closed"] else None)
 
         return judge(self.requirement, profile, queue_type, ["persistence.non-durable-queue"], check)
+
+
+def requeued_held(ctx: CaseContext, q: str, n: int) -> list[Obs]:
+    """Take ``n`` deliveries of ``q`` on one channel, cancel the consumer (so nothing comes straight
+    back), return them all with basic.nack(multiple, requeue=true) and close the channel; the
+    synchronous cancel and the round trip after the nack are the barriers."""
+    session = ctx.session("consumer")
+    consumer = session.consume(q, prefetch=n)
+    held = ctx.take(consumer, n)
+    consumer.cancel()
+    session.nack(held[-1].tag, multiple=True, requeue=True)
+    session.sync()
+    session.close()
+    ctx.await_consumers(q, 0)
+    return [delivery_obs(d) for d in held]
+
+
+def recovered_deliveries(ctx: CaseContext, q: str) -> dict[str, Any]:
+    """As :func:`recovered`, keeping each delivery's flags and count."""
+    try:
+        ctx.await_queue(q, timeout=ctx.recovery_left(RECOVERY_S))
+        drained = ctx.drain(q, ctx.recovery_left(RECOVERY_S), op_timeout=ctx.recovery_left(RECOVERY_S))
+        return {"drained": [delivery_obs(d) for d in drained], "unavailable": None}
+    except (ConnectionLost, ChannelClosed, OperationTimeout) as exc:
+        return {"drained": [], "unavailable": f"{type(exc).__name__}: {exc}"}
+
+
+class TestRequeuedRedelivered(Case):
+    """Persistent messages delivered and returned with basic.nack(requeue=true) before the fault come
+    back after it, flagged redelivered (basic.deliver redelivered: the message may have been
+    delivered before)."""
+
+    requirement = "PERSIST-REQUEUED-REDELIVERED"
+    variants = ("restart", "kill")
+    disrupts_broker = True
+
+    def broker_fault(self, variant: str | None) -> FaultKind:
+        return KILL if variant == KILL.name else RESTART
+
+    def prepare(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        ids = ctx.publish(q, 2, prefix="requeued-", persistent=True)
+        return {"variant": ctx.variant, "queue": q, "ids": ids, "before": requeued_held(ctx, q, 2)}
+
+    def observe(self, ctx: CaseContext, prepared: Obs) -> Obs:
+        return {"variant": prepared["variant"], "ids": prepared["ids"], "before": prepared["before"], **recovered_deliveries(ctx, prepared["queue"])}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        how = "kill -9 and start" if obs["variant"] == "kill" else "restart"
+        if obs["unavailable"]:
+            return unavailable(obs, f"{fmt(obs['ids'])} redelivered after {how}", kill=obs["variant"] == "kill")
+        got = [d["id"] for d in obs["drained"]]
+        cleared = [d["id"] for d in obs["drained"] if d["redelivered"] is not True]
+        return first_failure(
+            same(obs["ids"], got, what=f"persistent messages nacked with requeue=true, after {how}"),
+            holds(not cleared, expected=f"delivered after the {how} with redelivered=true (delivered and requeued before it)",
+                  observed=f"redelivered=false: {fmt(cleared)}" if cleared else "all redelivered=true", key="redelivered-cleared-by-restart"),
+        )
+
+
+class TestPurgedStaysGone(Case):
+    """Messages removed by queue.purge, requeued ones among them, do not come back after the fault."""
+
+    requirement = "PERSIST-PURGED-STAYS-GONE"
+    variants = ("restart", "kill")
+    disrupts_broker = True
+
+    def broker_fault(self, variant: str | None) -> FaultKind:
+        return KILL if variant == KILL.name else RESTART
+
+    def prepare(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        ids = ctx.publish(q, 4, prefix="purged-", persistent=True)
+        requeued_held(ctx, q, 2)
+        purged = ctx.admin.purge_queue(q)
+        control = ctx.publish(q, 1, prefix="after-purge-", persistent=True)
+        return {"variant": ctx.variant, "queue": q, "ids": ids, "purged": purged, "control": control}
+
+    def observe(self, ctx: CaseContext, prepared: Obs) -> Obs:
+        kept = ("variant", "ids", "purged", "control")
+        return {**{k: prepared[k] for k in kept}, **recovered(ctx, prepared["queue"])}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        how = "kill -9 and start" if obs["variant"] == "kill" else "restart"
+        if obs["unavailable"]:
+            return unavailable(obs, f"only {fmt(obs['control'])} after {how}", kill=obs["variant"] == "kill")
+        got = [d["id"] for d in obs["drained"]]
+        back = [m for m in got if m in obs["ids"]]
+        return first_failure(
+            holds(obs["purged"] == len(obs["ids"]), expected=f"purge-ok message-count {len(obs['ids'])} (2 of them requeued)",
+                  observed=f"purge-ok message-count {obs['purged']}", key="purge-count"),
+            holds(not back, expected=f"no purged message after the {how}", observed=f"purged messages back: {fmt(back)}", key="purged-back"),
+            same(obs["control"], got, what=f"queue content after purge, one persistent publish and {how}"),
+        )
