@@ -131,14 +131,15 @@ def _translate(fn: F, *, watch: bool) -> F:
 
 
 class PikaConsumer(Consumer):
-    def __init__(self, session: "PikaSession", queue: str, ack_mode: AckMode, exclusive: bool = False) -> None:
+    def __init__(self, session: "PikaSession", queue: str, ack_mode: AckMode, exclusive: bool = False,
+                 tag: str | None = None) -> None:
         self.session = session
         self.connection = session.connection
         self.queue = queue
         self.ack_mode = ack_mode
         self.buffer: collections.deque[Delivery] = collections.deque()
         self.tag = session.channel.basic_consume(
-            queue, self._on_message, auto_ack=ack_mode is AckMode.AUTO, exclusive=exclusive
+            queue, self._on_message, auto_ack=ack_mode is AckMode.AUTO, exclusive=exclusive, consumer_tag=tag
         )
 
     def _on_message(self, _ch: BlockingChannel, method: Any, props: Any, body: bytes) -> None:
@@ -203,10 +204,10 @@ class PikaSession(Session):
         return QueueStats(ready=ok.method.message_count, consumers=ok.method.consumer_count)
 
     @translate
-    @translate
     def purge_queue(self, name: str) -> int:
         return int(self.channel.queue_purge(name).method.message_count)
 
+    @translate
     def enable_confirms(self) -> None:
         self.channel.confirm_delivery()
 
@@ -234,12 +235,12 @@ class PikaSession(Session):
 
     @translate
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None,
-                browse: bool = False, exclusive: bool = False) -> Consumer:
+                browse: bool = False, exclusive: bool = False, tag: str | None = None) -> Consumer:
         if browse:
             raise Unsupported("AMQP 0-9-1 has no browsing consumer (no distribution mode copy)")
         if prefetch is not None:
             self.channel.basic_qos(prefetch_count=prefetch)
-        return PikaConsumer(self, queue, ack_mode, exclusive)
+        return PikaConsumer(self, queue, ack_mode, exclusive, tag)
 
     @translate
     def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:

@@ -455,9 +455,11 @@ class ProtonSession(Session):
             raise AdapterError(f"publish of {message_id} to {s.address} not accepted: broker answered {name}" + (f" ({cond.name}: {cond.description})" if cond else ""))
 
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None, browse: bool = False,
-                exclusive: bool = False) -> Consumer:
+                exclusive: bool = False, tag: str | None = None) -> Consumer:
         if exclusive:
             raise Unsupported("AMQP 1.0 has no exclusive consumer (basic.consume exclusive is AMQP 0-9-1)")
+        if tag is not None:
+            raise Unsupported("AMQP 1.0 has no consumer tag (basic.consume consumer-tag is AMQP 0-9-1)")
         self._check()
         self._last_address = self._address(queue)
         return ProtonConsumer(self, queue, ack_mode, prefetch if prefetch is not None else self._default_prefetch, browse)

@@ -82,6 +82,18 @@ GOOD_OBS: dict[str, dict[str, Any]] = {
         "ack_after_cancel": OPEN,
         "returned_after_close": again("m2"),
     },
+    # m1..m5 held (prefetch 5), cancel, re-consume under the same tag, ack tags 1..5 accepted; the new
+    # consumer gets m6..m10 once under tags 6..10; close returns nothing.
+    "TestReconsumeSameTagInFlight": {
+        "published": msgs(10),
+        "consumer_tag": "reconsume-q",
+        "held": first(*msgs(5)),
+        "reconsume_answer": OPEN,
+        "ack_after_reconsume": OPEN,
+        "reconsumed": first("m6", "m7", "m8", "m9", "m10", start=6),
+        "reconsume_channel": OPEN,
+        "returned_after_close": [],
+    },
     # m1..m3 held, m2 acked, recover(requeue=true): m1 and m3 again (same channel, tags go on).
     "TestRecoverRedelivers": {
         "published": msgs(3),
@@ -296,6 +308,32 @@ VIOLATIONS: list[Example] = [
             with_(G["TestCancelKeepsUnacked"], returned_after_close=first("m2"))),
     Example("TestCancelKeepsUnacked", "m2-returned-twice",
             with_(G["TestCancelKeepsUnacked"], returned_after_close=again("m2", "m2"))),
+    # ACK-RECONSUME-SAME-TAG-IN-FLIGHT
+    Example("TestReconsumeSameTagInFlight", "old-tags-refused-406",
+            with_(G["TestReconsumeSameTagInFlight"], ack_after_reconsume=channel_406(), reconsume_channel=None, reconsumed=[],
+                  returned_after_close=again(*msgs(10)))),
+    # rabbitmq-server#5927 on a classic queue: no profile entry covers it there
+    Example("TestReconsumeSameTagInFlight", "channel-crash-541",
+            with_(G["TestReconsumeSameTagInFlight"], ack_after_reconsume=connection_closed(541, "INTERNAL_ERROR"), reconsume_channel=None,
+                  reconsumed=[], returned_after_close=again(*msgs(10)))),
+    Example("TestReconsumeSameTagInFlight", "crash-on-the-re-consume",
+            with_(G["TestReconsumeSameTagInFlight"], reconsume_answer=connection_closed(541, "INTERNAL_ERROR"),
+                  ack_after_reconsume=None, reconsume_channel=None, reconsumed=[], returned_after_close=again(*msgs(10)))),
+    Example("TestReconsumeSameTagInFlight", "same-tag-refused-530",
+            with_(G["TestReconsumeSameTagInFlight"], reconsume_answer=connection_closed(530, "NOT_ALLOWED - attempt to reuse consumer tag"),
+                  ack_after_reconsume=None, reconsume_channel=None, reconsumed=[], returned_after_close=again(*msgs(10)))),
+    Example("TestReconsumeSameTagInFlight", "crash-while-taking-the-rest",
+            with_(G["TestReconsumeSameTagInFlight"], reconsume_channel=connection_closed(541, "INTERNAL_ERROR"), reconsumed=first("m6", start=6),
+                  returned_after_close=again("m7", "m8", "m9", "m10"))),
+    # rabbitmq-server#9158: ready messages never delivered to the new consumer
+    Example("TestReconsumeSameTagInFlight", "ready-messages-withheld",
+            with_(G["TestReconsumeSameTagInFlight"], reconsumed=first("m6", "m7", start=6), returned_after_close=again("m8", "m9", "m10"))),
+    Example("TestReconsumeSameTagInFlight", "cancel-requeued-old-ones-come-again",
+            with_(G["TestReconsumeSameTagInFlight"], reconsumed=[*again(*msgs(5), start=6), *first("m6", "m7", "m8", "m9", "m10", start=11)])),
+    Example("TestReconsumeSameTagInFlight", "new-consumer-reuses-old-delivery-tags",
+            with_(G["TestReconsumeSameTagInFlight"], reconsumed=first("m6", "m7", "m8", "m9", "m10", start=1))),
+    Example("TestReconsumeSameTagInFlight", "ack-silently-ignored-old-ones-return",
+            with_(G["TestReconsumeSameTagInFlight"], returned_after_close=again(*msgs(5)))),
     # ACK-RECOVER-REDELIVERS
     Example("TestRecoverRedelivers", "recover-resends-acked",
             with_(G["TestRecoverRedelivers"], returned=again("m1", "m2", "m3", start=4))),
@@ -432,6 +470,20 @@ ACK_VIOLATIONS: list[Example] = [*VIOLATIONS, *REQUEUE_NACK_VIOLATIONS]
 # -- the tests -----------------------------------------------------------------------------------
 
 test_compliant_observation_passes, test_violation_fails = verdict_tests(ACK_GOOD, ACK_VIOLATIONS)
+
+
+def test_reconsume_channel_crash_is_a_deviation_on_quorum_before_3_10_9_only() -> None:
+    crash = with_(G["TestReconsumeSameTagInFlight"], ack_after_reconsume=connection_closed(541, "INTERNAL_ERROR"),
+                  reconsume_channel=None, reconsumed=[], returned_after_close=again(*msgs(10)))
+    case = CASES["TestReconsumeSameTagInFlight"]()
+    on_consume = with_(crash, reconsume_answer=connection_closed(541, "INTERNAL_ERROR"), ack_after_reconsume=None)
+    for qt, obs in (("quorum", crash), ("quorum+delivery-limit", crash), ("quorum", on_consume)):
+        v = case.verdict(obs, RABBIT, qt)
+        out = apply_profile(v, "ACK-RECONSUME-SAME-TAG-IN-FLIGHT", qt, RABBIT)
+        assert (v.key, out.outcome) == ("connection-541", Outcome.DEVIATION)
+        assert "5927" in out.citation
+    v = case.verdict(crash, P43, "quorum")
+    assert apply_profile(v, "ACK-RECONSUME-SAME-TAG-IN-FLIGHT", "quorum", P43).outcome is Outcome.FAIL
 
 
 def test_requeue_position_cites_the_reference_or_the_profile_entry() -> None:
