@@ -20,6 +20,7 @@ from tests.verdicts.examples import (
     again,
     bad,
     connection_closed,
+    d,
     dev,
     everywhere,
     first,
@@ -64,7 +65,21 @@ def purged(variant: str, drained: list[dict[str, Any]], count: int = 4, unavaila
     return {"variant": variant, "ids": PURGED, "purged": count, "control": AFTER_PURGE, "drained": drained, "unavailable": unavailable}
 
 
+COUNTED = ["counted-1"]
+REFUSED_406 = soft(406, "PRECONDITION_FAILED - invalid arg 'x-delivery-limit' for queue of queue type rabbit_classic_queue")
+
+
+def counted(variant: str, before: list[int | None], after: list[int | None], unavailable: str | None = None,
+            declare: dict[str, Any] = OPEN) -> dict[str, Any]:
+    return {"variant": variant, "declare": declare, "ids": COUNTED, "unavailable": unavailable,
+            "before": [d("counted-1", i + 1, i > 0, c) for i, c in enumerate(before)],
+            "drained": [d("counted-1", 1, True, c) for c in after]}
+
+
 PERSIST_GOOD: list[Example] = [
+    # the count continues whatever the first delivery carries (absent, 0 before RabbitMQ 3.12, 1 on LavinMQ 1.x)
+    *(ok("TestDeliveryCountSurvives", f"continues-{v}-{b}", counted(v, before, [before[-1] + 1]), QQ, RABBIT)
+      for v in ("restart", "kill") for b, before in (("absent", [None, 1]), ("zero", [0, 1]), ("one", [1, 2]))),
     *everywhere("TestRequeuedRedelivered", "restart", requeued("restart", again(*REQUEUED))),
     *everywhere("TestRequeuedRedelivered", "kill", requeued("kill", again(*REQUEUED))),
     *everywhere("TestPurgedStaysGone", "restart", purged("restart", kept(*AFTER_PURGE))),
@@ -97,6 +112,11 @@ PERSIST_VIOLATIONS: list[Example] = [
     bad("TestPurgedStaysGone", "kill-brings-back-all", purged("kill", kept(*PURGED, *AFTER_PURGE)), QQ, shows="purged-4"),
     bad("TestPurgedStaysGone", "purge-ok-miscounts", purged("restart", kept(*AFTER_PURGE), count=2), shows="message-count 2"),
     bad("TestPurgedStaysGone", "control-lost", purged("restart", []), shows="= []"),
+    # PERSIST-DELIVERY-COUNT-SURVIVES (lavinmq#1911: the count starts again after a restart)
+    bad("TestDeliveryCountSurvives", "header-gone-after-restart", counted("restart", [None, 1], [None]), QQ, shows="= [none]"),
+    bad("TestDeliveryCountSurvives", "count-reset-after-kill", counted("kill", [1, 2], [1]), QQ, shows="= [1]"),
+    bad("TestDeliveryCountSurvives", "never-counted", counted("restart", [None, None], [None]), QQ, shows="[none, none]"),
+    bad("TestDeliveryCountSurvives", "message-lost", counted("restart", [None, 1], []), QQ, shows="= []"),
     # PERSIST-TRANSIENT-FATE
     bad("TestTransientFate", "classic-keeps-transient", TRANSIENT_KEPT, "classic", RABBIT, shows="transient-1"),
     bad("TestTransientFate", "quorum-loses-transient", TRANSIENT_LOST, QQ, RABBIT, shows="= [persistent-1]"),
@@ -141,9 +161,16 @@ def test_non_durable_declare_refused_is_spec_fail_never_pass() -> None:
 
 
 def test_quorum_unavailable_after_kill_is_the_documented_deviation_for_the_new_restart_cases_too() -> None:
-    for name, obs in (("TestRequeuedRedelivered", requeued("kill", [], UNAVAILABLE)), ("TestPurgedStaysGone", purged("kill", [], unavailable=UNAVAILABLE))):
+    for name, obs in (("TestRequeuedRedelivered", requeued("kill", [], UNAVAILABLE)), ("TestPurgedStaysGone", purged("kill", [], unavailable=UNAVAILABLE)),
+                      ("TestDeliveryCountSurvives", counted("kill", [None, 1], [], UNAVAILABLE))):
         case = CASES[name]()
         v = apply_profile(case.verdict(obs, RABBIT, "quorum"), case.requirement, "quorum", RABBIT)
         assert v.outcome is Outcome.DEVIATION and "10070" in v.citation
         after_restart = apply_profile(case.verdict(with_(obs, variant="restart"), RABBIT, "quorum"), case.requirement, "quorum", RABBIT)
         assert after_restart.outcome is Outcome.FAIL
+
+
+def test_delivery_limit_refused_on_a_classic_queue_is_unsupported_by_refusal() -> None:
+    case = CASES["TestDeliveryCountSurvives"]()
+    v = case.verdict(counted("restart", [], [], declare=REFUSED_406), RABBIT, "classic")
+    assert v.outcome is Outcome.UNSUPPORTED and v.unsupported_kind == "refused" and "406" in v.observed

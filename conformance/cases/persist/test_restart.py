@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from conformance.api import AckMode
 from conformance.catalogue.profiles import Profile
 from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
 from conformance.kit.case import Case, CaseContext, Obs, Settled, delivery_obs
 from conformance.kit.reference import judge
 from conformance.kit.scenarios import unavailable_key
-from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same
+from conformance.kit.verdicts import Outcome, Verdict, first_failure, fmt, holds, same
 from conformance.nemesis.kinds import KILL, RESTART, FaultKind
+from conformance.unsupported import REFUSED
 
 #: How long the restarted broker has to serve the queue again (boot already finished).
 RECOVERY_S = 15.0
@@ -228,4 +230,64 @@ class TestPurgedStaysGone(Case):
                   observed=f"purge-ok message-count {obs['purged']}", key="purge-count"),
             holds(not back, expected=f"no purged message after the {how}", observed=f"purged messages back: {fmt(back)}", key="purged-back"),
             same(obs["control"], got, what=f"queue content after purge, one persistent publish and {how}"),
+        )
+
+
+class TestDeliveryCountSurvives(Case):
+    """On a queue with a delivery limit, x-delivery-count after the fault continues from the count the
+    message had before it: a restart must not give a poison message a fresh budget."""
+
+    requirement = "PERSIST-DELIVERY-COUNT-SURVIVES"
+    variants = ("restart", "kill")
+    disrupts_broker = True
+
+    def broker_fault(self, variant: str | None) -> FaultKind:
+        return KILL if variant == KILL.name else RESTART
+
+    def prepare(self, ctx: CaseContext) -> Obs:
+        declared: list[str] = []
+        answer = ctx.channel_error(lambda: declared.append(ctx.queue({"x-delivery-limit": 10})))
+        if answer["closed"]:
+            return Settled({"variant": ctx.variant, "declare": answer})
+        q = declared[0]
+        ids = ctx.publish(q, 1, prefix="counted-", persistent=True)
+        session = ctx.session("consumer")
+        before = []
+        for _ in range(2):  # basic.get on one channel: each get sees the previous nack's requeue
+            d = session.get(q, ack_mode=AckMode.MANUAL)
+            if d is None:
+                break
+            before.append(delivery_obs(d))
+            session.nack(d.tag, requeue=True)
+        session.sync()
+        session.close()
+        return {"variant": ctx.variant, "declare": answer, "queue": q, "ids": ids, "before": before}
+
+    def observe(self, ctx: CaseContext, prepared: Obs) -> Obs:
+        kept = ("variant", "declare", "ids", "before")
+        return {**{k: prepared[k] for k in kept}, **recovered_deliveries(ctx, prepared["queue"])}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        how = "kill -9 and start" if obs["variant"] == "kill" else "restart"
+        answer = obs["declare"]
+        if answer["closed"]:
+            documented = profile.entry("delivery-limit.support", queue_type)
+            if documented is None or documented.value != "supported":
+                return Verdict(Outcome.UNSUPPORTED, expected="queue.declare with x-delivery-limit=10: accepted",
+                               observed=f"refused with {answer.get('code')} {answer.get('text', '')}".rstrip(),
+                               reason=f"the broker refused x-delivery-limit for this queue type cleanly ({answer.get('code')})",
+                               unsupported_kind=REFUSED, key=f"refused-{answer.get('code')}")
+            return holds(False, expected="queue.declare with x-delivery-limit=10: accepted (the vendor documents delivery limits)",
+                         observed=f"refused with {answer.get('code')}", key=f"refused-{answer.get('code')}")
+        if obs["unavailable"]:
+            return unavailable(obs, f"{fmt(obs['ids'])} after {how}", kill=obs["variant"] == "kill")
+        counts = [d["delivery_count"] for d in obs["before"]]
+        got = [d["id"] for d in obs["drained"]]
+        if len(counts) < 2 or counts[-1] is None:
+            return holds(False, expected="two deliveries before the fault, the second counting the first return in x-delivery-count",
+                         observed=f"x-delivery-count before the fault: {fmt(counts)}", key="not-counted-before")
+        after = [d["delivery_count"] for d in obs["drained"]]
+        return first_failure(
+            same(obs["ids"], got, what=f"the persistent message returned twice, after {how}"),
+            same([counts[-1] + 1], after, what=f"x-delivery-count after {how} (before it: {fmt(counts)}; none = header absent)", spec=False),
         )
