@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 #: Cases whose queue is declared just before a shared kill -9.
-KILL_CASES = {("PERSIST-CONFIRMED-SURVIVES", "kill"), ("TX-COMMIT-DURABLE", None)}
+KILL_CASES = {("PERSIST-CONFIRMED-SURVIVES", "kill"), ("TX-COMMIT-DURABLE", None), ("PERSIST-REQUEUED-REDELIVERED", "kill"),
+              ("PERSIST-PURGED-STAYS-GONE", "kill")}
 
 
 def lost_to_kill(record: dict[str, Any]) -> bool:
