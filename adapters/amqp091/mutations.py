@@ -430,6 +430,19 @@ class TxBypassed(Mutator):
         return []
 
 
+@operator("purge-swallowed", P, "never forwards queue.purge and answers queue.purge-ok itself (message-count 0): a purge that removes nothing")
+class PurgeSwallowed(Mutator):
+    """A broker whose purge leaves the messages in place: they are delivered again afterwards (after
+    a restart too), as LavinMQ 2.9's requeued messages were (cloudamqp/lavinmq#2247)."""
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is not C or frame.name != "queue.purge":
+            return None
+        self.applied(f"queue.purge on channel {frame.channel} not forwarded; answered queue.purge-ok")
+        self.io.to_client([encode(commands.Queue.PurgeOk(message_count=0), frame.channel)])
+        return []
+
+
 @operator("tx-publish-dropped", P, "inside a transaction, discards the Nth publish (default 2nd) of every transaction: tx.commit then commits only part of it", default_param="2")
 class TxPublishDropped(Mutator):
     """A broker whose commit is not atomic: one publish of each transaction never reaches the queue

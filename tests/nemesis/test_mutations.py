@@ -142,6 +142,14 @@ def test_tx_bypassed_answers_for_the_broker() -> None:
     assert [type(v).__name__ for v in decoded(io.client)] == ["SelectOk", "CommitOk"]
 
 
+def test_purge_swallowed_answers_for_the_broker_and_purges_nothing() -> None:
+    frames = frames091((commands.Queue.Purge(queue="q"), 1), (commands.Basic.Get(queue="q"), 1))
+    to_server, _, io, m = run("purge-swallowed", [(C, f) for f in frames])
+    assert [type(v).__name__ for v in decoded(to_server)] == ["Get"]  # only the purge is kept from the broker
+    replies = decoded(io.client)
+    assert [type(v).__name__ for v in replies] == ["PurgeOk"] and replies[0].message_count == 0
+
+
 def test_tx_commit_rolls_back_renames_the_reply() -> None:
     stream = [(C, f) for f in frames091((commands.Tx.Commit(), 3))] + [(S, f) for f in frames091((commands.Tx.RollbackOk(), 3))]
     to_server, to_client, *_ = run("tx-commit-rolls-back", stream)
