@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from conformance.api import AckMode
+from conformance.cases.persist import RestartOrKill
 from conformance.catalogue.profiles import Profile
 from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout
 from conformance.kit.case import Case, CaseContext, Obs, Settled, delivery_obs
 from conformance.kit.reference import judge
 from conformance.kit.scenarios import unavailable_key
 from conformance.kit.verdicts import Outcome, Verdict, first_failure, fmt, holds, same
-from conformance.nemesis.kinds import KILL, RESTART, FaultKind
+from conformance.nemesis.kinds import RESTART, FaultKind
 from conformance.unsupported import REFUSED
 
 #: How long the restarted broker has to serve the queue again (boot already finished).
@@ -41,13 +42,8 @@ def unavailable(obs: Obs, expected: str, *, kill: bool) -> Verdict:
 
 
 
-class TestConfirmedSurvives(Case):
+class TestConfirmedSurvives(RestartOrKill):
     requirement = "PERSIST-CONFIRMED-SURVIVES"
-    variants = ("restart", "kill")
-    disrupts_broker = True
-
-    def broker_fault(self, variant: str | None) -> FaultKind:
-        return KILL if variant == KILL.name else RESTART
 
     def prepare(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
@@ -164,17 +160,12 @@ def recovered_deliveries(ctx: CaseContext, q: str) -> dict[str, Any]:
         return {"drained": [], "unavailable": f"{type(exc).__name__}: {exc}"}
 
 
-class TestRequeuedRedelivered(Case):
+class TestRequeuedRedelivered(RestartOrKill):
     """Persistent messages delivered and returned with basic.nack(requeue=true) before the fault come
     back after it, flagged redelivered (basic.deliver redelivered: the message may have been
     delivered before)."""
 
     requirement = "PERSIST-REQUEUED-REDELIVERED"
-    variants = ("restart", "kill")
-    disrupts_broker = True
-
-    def broker_fault(self, variant: str | None) -> FaultKind:
-        return KILL if variant == KILL.name else RESTART
 
     def prepare(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
@@ -197,15 +188,10 @@ class TestRequeuedRedelivered(Case):
         )
 
 
-class TestPurgedStaysGone(Case):
+class TestPurgedStaysGone(RestartOrKill):
     """Messages removed by queue.purge, requeued ones among them, do not come back after the fault."""
 
     requirement = "PERSIST-PURGED-STAYS-GONE"
-    variants = ("restart", "kill")
-    disrupts_broker = True
-
-    def broker_fault(self, variant: str | None) -> FaultKind:
-        return KILL if variant == KILL.name else RESTART
 
     def prepare(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
@@ -233,16 +219,11 @@ class TestPurgedStaysGone(Case):
         )
 
 
-class TestDeliveryCountSurvives(Case):
+class TestDeliveryCountSurvives(RestartOrKill):
     """On a queue with a delivery limit, x-delivery-count after the fault continues from the count the
     message had before it: a restart must not give a poison message a fresh budget."""
 
     requirement = "PERSIST-DELIVERY-COUNT-SURVIVES"
-    variants = ("restart", "kill")
-    disrupts_broker = True
-
-    def broker_fault(self, variant: str | None) -> FaultKind:
-        return KILL if variant == KILL.name else RESTART
 
     def prepare(self, ctx: CaseContext) -> Obs:
         declared: list[str] = []
