@@ -27,5 +27,7 @@ def lost_to_kill(record: dict[str, Any]) -> bool:
 
 
 def unexplained(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """Records that neither pass nor are that loss: (case, verdict, observed) for the assertion."""
-    return [(r["case_id"], r["verdict"], r.get("observed")) for r in records if r["verdict"] != "pass" and not lost_to_kill(r)]
+    """Records that neither pass nor are that loss nor a clean refusal of the queue the case declares
+    (classic queues refuse x-delivery-limit with 406): (case, verdict, observed) for the assertion."""
+    return [(r["case_id"], r["verdict"], r.get("observed")) for r in records
+            if r["verdict"] != "pass" and not lost_to_kill(r) and r.get("unsupported_kind") != "refused"]
