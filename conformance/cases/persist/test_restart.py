@@ -34,9 +34,15 @@ def recovered(ctx: CaseContext, q: str) -> dict[str, Any]:
         return {"drained": [], "unavailable": f"{type(exc).__name__}: {exc}"}
 
 
-def unavailable(obs: Obs, expected: str, *, kill: bool) -> Verdict:
+def how(obs: Obs) -> str:
+    """The fault a restart-or-kill case's observation went through, in the verdict's words."""
+    return "kill -9 and start" if obs["variant"] == "kill" else "restart"
+
+
+def unavailable(obs: Obs, expected: str, *, kill: bool | None = None) -> Verdict:
     """The queue never became consumable; the key names the fault, since a profile may document
     unavailability after kill -9 but not after a graceful restart."""
+    kill = obs.get("variant") == "kill" if kill is None else kill
     return holds(False, expected=expected, observed=f"the queue could not be consumed after the {'kill -9' if kill else 'restart'} ({obs['unavailable']})",
                  key=unavailable_key(obs["unavailable"], kill=kill))
 
@@ -53,13 +59,13 @@ class TestConfirmedSurvives(RestartOrKill):
         return {"variant": prepared["variant"], "ids": prepared["ids"], **recovered(ctx, prepared["queue"])}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        how = "kill -9 and start" if obs["variant"] == "kill" else "restart"
+        fault = how(obs)
         if obs["unavailable"]:
-            return unavailable(obs, f"{fmt(obs['ids'])} delivered after {how}", kill=obs["variant"] == "kill")
+            return unavailable(obs, f"{fmt(obs['ids'])} delivered after {fault}")
         got = [d["id"] for d in obs["drained"]]
         lost_flag = [d["id"] for d in obs["drained"] if d["persistent"] is not True]
         return first_failure(
-            same(obs["ids"], got, what=f"confirmed persistent messages after {how}"),
+            same(obs["ids"], got, what=f"confirmed persistent messages after {fault}"),
             holds(not lost_flag, expected="still delivery-mode 2 (persistent)", observed=f"not persistent: {fmt(lost_flag)}" if lost_flag else "all persistent",
                   key="persistence-flag-lost"),
         )
@@ -176,14 +182,14 @@ class TestRequeuedRedelivered(RestartOrKill):
         return {"variant": prepared["variant"], "ids": prepared["ids"], "before": prepared["before"], **recovered_deliveries(ctx, prepared["queue"])}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        how = "kill -9 and start" if obs["variant"] == "kill" else "restart"
+        fault = how(obs)
         if obs["unavailable"]:
-            return unavailable(obs, f"{fmt(obs['ids'])} redelivered after {how}", kill=obs["variant"] == "kill")
+            return unavailable(obs, f"{fmt(obs['ids'])} redelivered after {fault}")
         got = [d["id"] for d in obs["drained"]]
         cleared = [d["id"] for d in obs["drained"] if d["redelivered"] is not True]
         return first_failure(
-            same(obs["ids"], got, what=f"persistent messages nacked with requeue=true, after {how}"),
-            holds(not cleared, expected=f"delivered after the {how} with redelivered=true (delivered and requeued before it)",
+            same(obs["ids"], got, what=f"persistent messages nacked with requeue=true, after {fault}"),
+            holds(not cleared, expected=f"delivered after the {fault} with redelivered=true (delivered and requeued before it)",
                   observed=f"redelivered=false: {fmt(cleared)}" if cleared else "all redelivered=true", key="redelivered-cleared-by-restart"),
         )
 
@@ -206,16 +212,16 @@ class TestPurgedStaysGone(RestartOrKill):
         return {**{k: prepared[k] for k in kept}, **recovered(ctx, prepared["queue"])}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        how = "kill -9 and start" if obs["variant"] == "kill" else "restart"
+        fault = how(obs)
         if obs["unavailable"]:
-            return unavailable(obs, f"only {fmt(obs['control'])} after {how}", kill=obs["variant"] == "kill")
+            return unavailable(obs, f"only {fmt(obs['control'])} after {fault}")
         got = [d["id"] for d in obs["drained"]]
         back = [m for m in got if m in obs["ids"]]
         return first_failure(
             holds(obs["purged"] == len(obs["ids"]), expected=f"purge-ok message-count {len(obs['ids'])} (2 of them requeued)",
                   observed=f"purge-ok message-count {obs['purged']}", key="purge-count"),
-            holds(not back, expected=f"no purged message after the {how}", observed=f"purged messages back: {fmt(back)}", key="purged-back"),
-            same(obs["control"], got, what=f"queue content after purge, one persistent publish and {how}"),
+            holds(not back, expected=f"no purged message after the {fault}", observed=f"purged messages back: {fmt(back)}", key="purged-back"),
+            same(obs["control"], got, what=f"queue content after purge, one persistent publish and {fault}"),
         )
 
 
@@ -249,7 +255,7 @@ class TestDeliveryCountSurvives(RestartOrKill):
         return {**{k: prepared[k] for k in kept}, **recovered_deliveries(ctx, prepared["queue"])}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        how = "kill -9 and start" if obs["variant"] == "kill" else "restart"
+        fault = how(obs)
         answer = obs["declare"]
         if answer["closed"]:
             documented = profile.entry("delivery-limit.support", queue_type)
@@ -261,7 +267,7 @@ class TestDeliveryCountSurvives(RestartOrKill):
             return holds(False, expected="queue.declare with x-delivery-limit=10: accepted (the vendor documents delivery limits)",
                          observed=f"refused with {answer.get('code')}", key=f"refused-{answer.get('code')}")
         if obs["unavailable"]:
-            return unavailable(obs, f"{fmt(obs['ids'])} after {how}", kill=obs["variant"] == "kill")
+            return unavailable(obs, f"{fmt(obs['ids'])} after {fault}")
         counts = [d["delivery_count"] for d in obs["before"]]
         got = [d["id"] for d in obs["drained"]]
         if len(counts) < 2 or counts[-1] is None:
@@ -269,6 +275,6 @@ class TestDeliveryCountSurvives(RestartOrKill):
                          observed=f"x-delivery-count before the fault: {fmt(counts)}", key="not-counted-before")
         after = [d["delivery_count"] for d in obs["drained"]]
         return first_failure(
-            same(obs["ids"], got, what=f"the persistent message returned twice, after {how}"),
-            same([counts[-1] + 1], after, what=f"x-delivery-count after {how} (before it: {fmt(counts)}; none = header absent)", spec=False),
+            same(obs["ids"], got, what=f"the persistent message returned twice, after {fault}"),
+            same([counts[-1] + 1], after, what=f"x-delivery-count after {fault} (before it: {fmt(counts)}; none = header absent)", spec=False),
         )
