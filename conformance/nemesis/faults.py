@@ -61,6 +61,9 @@ class Fault:
     #: Start counting only once this other fault has fired (a sequence of faults across reconnects).
     following: "Fault | None" = field(default=None, repr=False)
     fired: threading.Event = field(default_factory=threading.Event, repr=False)
+    #: Set when the fault starts to act, before ``fired``: a DELAY's hold has begun (what a case
+    #: waits on to act while the peer is held, e.g. a cancel while a body is half sent).
+    struck: threading.Event = field(default_factory=threading.Event, repr=False)
     #: Where it fired: "conn#1 client frame 14 tx.commit (1st tx.commit)", for histories and checks.
     hit: str | None = field(default=None, repr=False)
     _counts: dict[int, int] = field(default_factory=dict, repr=False)

@@ -320,6 +320,7 @@ class FaultProxy(ProxyBase):
         on_event: Callable[[str], None] | None = None,
         on_fired: Callable[[Fault], None] | None = None,
         mutation: str | None = None,
+        on_struck: Callable[[Fault], None] | None = None,
     ) -> None:
         self.upstream = upstream
         #: Rewrites frames on every connection whose protocol it speaks (conformance.nemesis.mutations).
@@ -332,6 +333,7 @@ class FaultProxy(ProxyBase):
         self.port = 0
         self._on_event = on_event
         self._on_fired = on_fired
+        self._on_struck = on_struck
         self._faults: list[Fault] = []
         self._links: dict[int, _Link] = {}
         self._ids = itertools.count(1)
@@ -593,6 +595,12 @@ class FaultProxy(ProxyBase):
         text = f"FAULT {fault.describe()}: hit {fault.hit}"
         self.trace.note(link.id, text)
         self._event(text)
+        fault.struck.set()
+        if self._on_struck is not None:
+            try:
+                self._on_struck(fault)
+            except Exception:  # the listener is gone; the fault still acts
+                pass
         if fault.action is Action.CUT:
             link.reset()
         elif fault.action is Action.FIN:

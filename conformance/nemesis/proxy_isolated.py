@@ -211,6 +211,11 @@ class IsolatedFaultProxy(ProxyBase):
                 if fault is not None:
                     fault.hit = msg[2]
                     fault.fired.set()
+            elif kind == "struck":
+                fault = self._faults.get(msg[1])
+                if fault is not None:
+                    fault.hit = msg[2]
+                    fault.struck.set()
             elif kind == "event" and self._on_event is not None:
                 try:
                     self._on_event(msg[1])
@@ -239,6 +244,7 @@ def _serve(conn: Connection, upstream: tuple[str, int], trace_limit: int, mutati
         trace_limit=trace_limit,
         on_event=lambda text: send(("event", text)),
         on_fired=lambda f: send(("fired", fired_ids[id(f)], f.hit)),
+        on_struck=lambda f: send(("struck", fired_ids[id(f)], f.hit)),
         mutation=mutation,
     )
     try:
