@@ -16,7 +16,7 @@ from typing import Any
 
 from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, OperationTimeout
 from conformance.catalogue.profiles import Profile
-from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
+from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import all_redelivered, returned_exactly
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 from conformance.nemesis.faults import Action, Fault, Moment, Sender
@@ -93,12 +93,12 @@ class TestCutInsideDelivery(Case):
         proxy = ctx.proxy()
         fault = proxy.arm(Fault(Action.CUT, frame, Sender.SERVER, nth, Moment.AFTER))
         consumer = ctx.session("consumer", via=proxy).consume(q, prefetch=10)
-        hit = ctx.expect_fired(fault)
         received = []
-        try:
-            received = [delivery_obs(d) for d in consumer.take(1, 0.0)]
+        try:  # the client reads (a blocking client reads only when asked) until the message or the cut
+            received = [delivery_obs(d) for d in consumer.take(1, WAIT_S)]
         except (ConformanceError, OSError):
             pass  # the cut came first: nothing, or only part of the message, reached the client
+        hit = ctx.expect_fired(fault)
         return {"variant": ctx.variant, "published": ["m1"], "hit": hit, "received": received,
                 **after_loss(ctx, q, DELIVERY_BODY)}
 
