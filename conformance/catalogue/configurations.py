@@ -7,7 +7,7 @@ gives the queue type a configured cell falls back to."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,8 @@ DATA = Path(__file__).with_name("data") / "configurations.yaml"
 SCHEMA = "conformance.configurations/1"
 #: Between a queue type and a configuration in a cell's name.
 SEP = "+"
+#: Flags of queue.declare a configuration may set (conformance.api.QueueSpec fields).
+DECLARE_FLAGS = ("exclusive", "auto_delete")
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class Configuration:
     meaning: str
     arguments: dict[str, Any]
     source: str
+    #: Flags of the declaration itself (exclusive, auto_delete), besides its arguments.
+    declare: dict[str, bool] = field(default_factory=dict)
 
 
 @cache
@@ -39,7 +43,10 @@ def configurations() -> dict[str, Configuration]:
         where = f"{DATA.name}: {name}"
         if SEP in name or not isinstance(raw, dict) or not isinstance(raw.get("arguments"), dict) or not raw.get("meaning") or not raw.get("source"):
             raise UsageError(f"{where}: expected meaning, arguments (a mapping) and source, and a name without {SEP!r}")
-        out[name] = Configuration(name, " ".join(str(raw["meaning"]).split()), dict(raw["arguments"]), str(raw["source"]))
+        declare = raw.get("declare") or {}
+        if not isinstance(declare, dict) or set(declare) - set(DECLARE_FLAGS) or not all(isinstance(v, bool) for v in declare.values()):
+            raise UsageError(f"{where}: declare: expected flags among {', '.join(DECLARE_FLAGS)}, each true or false")
+        out[name] = Configuration(name, " ".join(str(raw["meaning"]).split()), dict(raw["arguments"]), str(raw["source"]), dict(declare))
     return out
 
 
