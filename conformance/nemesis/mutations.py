@@ -54,6 +54,9 @@ class LinkIO(Protocol):
     def later(self, delay_s: float, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the relay's loop after ``delay_s`` (an operator that holds frames back)."""
 
+    def close(self) -> None:
+        """Close both sides now (FIN, no protocol handshake): a broker that drops the connection."""
+
 
 class Mutator:
     """One operator's state on one connection. Subclasses override :meth:`rewrite`."""

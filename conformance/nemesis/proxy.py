@@ -233,6 +233,11 @@ class _MutationIO:
     def later(self, delay_s: float, fn: Callable[[], None]) -> None:
         asyncio.get_running_loop().call_later(delay_s, fn)
 
+    def close(self) -> None:
+        if not self.link.closed:
+            self._trace.note(self.conn, "connection closed by the mutation (FIN both ways)")
+            self.link.finish()
+
 
 class ProxyBase:
     """What a case sees of a fault proxy, wherever its relay runs (a thread here, or a process)."""

@@ -3,3 +3,4 @@ refusals, dead-lettering, consumers, delivery limits, cuts inside a frame sequen
 entry-point module (adapters.amqp091.mutations) imports this package after its own operators, so
 these register the same way and may reuse its helpers (FieldRewriter, DeliveryOperator, ...).
 """
+from . import cuts  # noqa: F401
