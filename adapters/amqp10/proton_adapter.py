@@ -92,6 +92,7 @@ DECLARED = 0x33
 #: The rule a declare's answer is judged by (conformance/catalogue/data/rules/amqp-1.0.yaml).
 DECLARE_RULE = "amqp-1.0 4.3 declare error"
 SETTLE_MODES = {Link.SND_UNSETTLED: "unsettled", Link.SND_SETTLED: "settled", Link.SND_MIXED: "mixed"}
+RCV_MODES = {Link.RCV_FIRST: "first", Link.RCV_SECOND: "second"}
 DIST_MODES = {Terminus.DIST_MODE_UNSPECIFIED: "unspecified", Terminus.DIST_MODE_COPY: "copy", Terminus.DIST_MODE_MOVE: "move"}
 
 
@@ -102,7 +103,7 @@ def _condition_error(cond: Condition | None, what: str, *, hard: bool = False) -
 
 
 def coordinator_refused(exc: ChannelClosed, *, link_detached: bool) -> bool:
-    """Whether a failed attach to the transaction coordinator is the clean refusal of transactions:
+    """Whether a failed attach (to the transaction coordinator, or asking for settlement modes) is a clean refusal:
     amqp:not-implemented (the coordinator link detached with it, or the session ended with it, as
     RabbitMQ 3.x does), or the coordinator link alone detached with another error condition than
     amqp:internal-error. A connection closed, or a session ended for another reason, is none."""
@@ -228,9 +229,10 @@ class _Sender(_Link):
 
 class ProtonConsumer(Consumer, _Link):
     def __init__(self, session: "ProtonSession", queue: str, ack_mode: AckMode, prefetch: int | None, browse: bool,
-                 *, for_get: bool = False) -> None:
+                 *, for_get: bool = False, modes: tuple[int, int] | None = None) -> None:
         """``for_get``: the link behind :meth:`ProtonSession.get`, which grants credit one message at
-        a time itself (no initial credit, none replenished)."""
+        a time itself (no initial credit, none replenished). ``modes``: the (snd, rcv) settle modes to
+        ask for instead of the ones ``ack_mode`` implies."""
         self.queue = queue
         self.ack_mode = ack_mode
         self.window = 1 if for_get else prefetch if prefetch else None
@@ -245,12 +247,16 @@ class ProtonConsumer(Consumer, _Link):
             link.source.distribution_mode = Terminus.DIST_MODE_COPY
         link.snd_settle_mode = Link.SND_SETTLED if ack_mode is AckMode.AUTO else Link.SND_UNSETTLED
         link.rcv_settle_mode = Link.RCV_FIRST
+        if modes is not None:
+            link.snd_settle_mode, link.rcv_settle_mode = modes
         _Link.__init__(self, session, link, address)
         self.tag = link.name
         self.open(f"a receiving link from {address}")
         self.granted = {
             "snd-settle-mode": SETTLE_MODES.get(link.remote_snd_settle_mode, str(link.remote_snd_settle_mode)),
             "distribution-mode": DIST_MODES.get(link.remote_source.distribution_mode, "unspecified"),
+            "rcv-settle-mode": RCV_MODES.get(link.remote_rcv_settle_mode, str(link.remote_rcv_settle_mode)),
+            "outcomes": _symbols(link.remote_source.outcomes),
         }
         self.requested = {"snd-settle-mode": "settled" if ack_mode is AckMode.AUTO else "unsettled",
                           "distribution-mode": "copy" if browse else "unspecified"}
@@ -306,6 +312,40 @@ class ProtonConsumer(Consumer, _Link):
 
     def cancel(self) -> None:
         self.close()
+
+    def detach(self, timeout: float) -> str:
+        """Detach with closed=true (transport 2.7.6) and wait for the broker's detach: "answered",
+        or what happened instead (no answer within ``timeout``, the session ended). Deliveries that
+        arrive before the broker's detach stay in :attr:`buffer`."""
+        self.link.close()
+        try:
+            self.session._loop.wait(lambda: self.remote_closed or self.session._remote_closed, f"the answer to a detach of {self.address}", timeout)
+        except OperationTimeout:
+            return f"no detach answer within {timeout:g}s"
+        if self.session._remote_closed:
+            cond = self.session._error
+            return "session ended: " + (f"{cond.name} {cond.description or ''}".strip() if cond else "no error")
+        return "answered" + (f" with error {self.error.name}" if self.error is not None else "")
+
+    def grant(self, credit: int) -> None:
+        """Add ``credit`` to the link (a flow), replenishing nothing automatically from now on."""
+        self.replenish = False
+        self.link.flow(credit)
+        self.session._loop.pump()
+
+    def received(self, n: int, timeout: float) -> int:
+        """Wait until ``n`` deliveries are buffered (or ``timeout``); the number buffered."""
+        try:
+            self.session._loop.wait(lambda: len(self.buffer) >= n or self.remote_closed or self.session._remote_closed,
+                                    f"{n} deliveries from {self.queue}", timeout)
+        except OperationTimeout:
+            pass
+        return len(self.buffer)
+
+    @property
+    def credit(self) -> int:
+        """The link credit the client's side counts (negative once the broker sent beyond it)."""
+        return int(self.link.credit)
 
 
 class ProtonSession(Session):
@@ -463,6 +503,46 @@ class ProtonSession(Session):
         self._check()
         self._last_address = self._address(queue)
         return ProtonConsumer(self, queue, ack_mode, prefetch if prefetch is not None else self._default_prefetch, browse)
+
+    def receiver(self, queue: str, *, snd_settle_mode: str = "unsettled", rcv_settle_mode: str = "first", credit: int = 1) -> ProtonConsumer:
+        """A receiving link asking for the given settlement modes (transport 2.8.2, 2.8.3) with
+        ``credit`` granted once and never replenished; the broker's attach reply is in ``granted``."""
+        self._check()
+        snd = {v: k for k, v in SETTLE_MODES.items()}[snd_settle_mode]
+        rcv = {v: k for k, v in RCV_MODES.items()}[rcv_settle_mode]
+        try:
+            c = ProtonConsumer(self, queue, AckMode.MANUAL, None, False, for_get=True, modes=(snd, rcv))
+        except ChannelClosed as exc:
+            # Transport 2.6.3: a link the broker will not establish is an attach answered by a detach with
+            # an error; amqp:not-implemented, even ending the session with it, declines the modes themselves.
+            if not coordinator_refused(exc, link_detached=not self._remote_closed):
+                raise
+            raise TargetCannot(f"the broker refused a receiving link with snd-settle-mode {snd_settle_mode}, rcv-settle-mode "
+                               f"{rcv_settle_mode} ({exc.text})", kind="refused", refusal=f"attach answered with: {exc.text}") from None
+        if credit:
+            c.link.flow(credit)
+            self._loop.pump()
+        return c
+
+    def settle_second(self, tag: int, timeout: float) -> str:
+        """Rcv-settle-mode second (transport 2.8.3): send accepted unsettled, wait for the broker to
+        settle, then settle. "settled by the broker", or what happened instead."""
+        self._check()
+        entry = self._unsettled.pop(tag, None)
+        if entry is None:
+            raise AdapterError(f"no unsettled delivery with tag {tag} on this session (already settled, or never received)")
+        d, _, _ = entry
+        d.update(PnDelivery.ACCEPTED)
+        try:
+            self._loop.wait(lambda: bool(d.settled) or self._remote_closed, f"the broker's settlement of delivery tag {tag}", timeout)
+        except OperationTimeout:
+            d.settle()
+            self._loop.pump()
+            return f"not settled by the broker within {timeout:g}s"
+        self._check()
+        d.settle()
+        self._loop.pump()
+        return "settled by the broker"
 
     def browser(self, queue: str) -> ProtonConsumer:
         """A link asking for distribution-mode copy that gets credit only when drained: how the
@@ -664,6 +744,18 @@ class ProtonSession(Session):
     @property
     def is_open(self) -> bool:
         return self._loop.lost is None and not self._remote_closed and bool(self._ssn.state & Endpoint.LOCAL_ACTIVE)
+
+
+def _symbols(data: Data) -> list[str] | None:
+    """A terminus field holding symbols (messaging 3.5.3 source outcomes) as strings; None when unset."""
+    data.rewind()
+    if not data.next():
+        return None
+    value = data.get_object()
+    items = getattr(value, "elements", None)
+    if items is None:
+        items = value if isinstance(value, (list, tuple)) else [value]
+    return [str(x) for x in items]
 
 
 def _body(body: Any) -> bytes:

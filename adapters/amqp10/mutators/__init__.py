@@ -2,3 +2,4 @@
 credit, link detach). The protocol's entry-point module (adapters.amqp10.mutations) imports this
 package after its own operators, so these register the same way and may reuse its helpers.
 """
+from . import links  # noqa: F401
