@@ -95,6 +95,10 @@ GOOD_OBS: dict[str, dict[str, Any]] = {
         "returned_after_close": [],
     },
     # m1..m3 held, m2 acked, recover(requeue=true): m1 and m3 again (same channel, tags go on).
+    "TestRecoverNoRequeue": {
+        "held": first("m1", "m2", "m3"), "acked": "m2", "answer": OPEN,
+        "again": again("m1", "m3", start=4), "open": OPEN, "elsewhere": [],
+    },
     "TestRecoverRedelivers": {
         "published": msgs(3),
         "held": first(*msgs(3)),
@@ -335,6 +339,19 @@ VIOLATIONS: list[Example] = [
     Example("TestReconsumeSameTagInFlight", "ack-silently-ignored-old-ones-return",
             with_(G["TestReconsumeSameTagInFlight"], returned_after_close=again(*msgs(5)))),
     # ACK-RECOVER-REDELIVERS
+    Example("TestRecoverNoRequeue", "requeued-to-the-other-consumer",
+            with_(G["TestRecoverNoRequeue"], again=again("m1", start=4), elsewhere=again("m3")), shows="m3"),
+    Example("TestRecoverNoRequeue", "connection-541",
+            with_(G["TestRecoverNoRequeue"], answer=connection_closed(541, "INTERNAL_ERROR - Unexpected error, please report")),
+            shows="connection closed with 541"),
+    Example("TestRecoverNoRequeue", "acked-resent",
+            with_(G["TestRecoverNoRequeue"], again=again("m1", "m2", "m3", start=4)), shows="unexpected [m2]"),
+    Example("TestRecoverNoRequeue", "not-flagged",
+            with_(G["TestRecoverNoRequeue"], again=first("m1", "m3", start=4)), shows="wrong flag"),
+    Example("TestRecoverNoRequeue", "nothing-redelivered",
+            with_(G["TestRecoverNoRequeue"], again=[]), shows="missing [m1, m3]"),
+    Example("TestRecoverNoRequeue", "channel-closed-after",
+            with_(G["TestRecoverNoRequeue"], open=soft(406, "PRECONDITION_FAILED")), shows="channel closed with 406"),
     Example("TestRecoverRedelivers", "recover-resends-acked",
             with_(G["TestRecoverRedelivers"], returned=again("m1", "m2", "m3", start=4))),
     Example("TestRecoverRedelivers", "recover-loses-m3",
@@ -639,3 +656,14 @@ def test_requeue_order_deviation_keyed_by_observed_order() -> None:
     assert out.outcome is Outcome.DEVIATION and out.citation == "vendor issue tracker"
     head = case.verdict(requeue_obs("consumer-loss", POLICY_ORDER["head-in-return-order"]), p, "classic")
     assert apply_profile(head, case.requirement, "classic", p).outcome is Outcome.FAIL
+
+
+def test_recover_without_requeue_refused_with_540_is_rabbitmqs_documented_deviation_only() -> None:
+    case = CASES["TestRecoverNoRequeue"]()
+    refused = with_(G["TestRecoverNoRequeue"], answer=connection_closed(540, "NOT_IMPLEMENTED - requeue=false"))
+    for qt in RABBIT.queue_types:
+        v = apply_profile(case.verdict(refused, RABBIT, qt), case.requirement, qt, RABBIT)
+        assert v.outcome is Outcome.DEVIATION and "rabbit_channel.erl" in v.citation
+    crashed = with_(G["TestRecoverNoRequeue"], answer=connection_closed(541, "INTERNAL_ERROR"))
+    assert apply_profile(case.verdict(crashed, RABBIT, "classic"), case.requirement, "classic", RABBIT).outcome is Outcome.FAIL
+    assert apply_profile(case.verdict(refused, BASELINE, "classic"), case.requirement, "classic", BASELINE).outcome is Outcome.FAIL

@@ -41,6 +41,7 @@ def in_flight(variant: str, rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return {"variant": variant, "rounds": rounds}
 
 
+CONCURRENT = [[f"c{k}-m1", f"c{k}-m2"] for k in (1, 2, 3, 4)]
 PRODUCED = [f"b{b}-m{i}" for b in (1, 2, 3) for i in (1, 2, 3)]
 FAILOVER = {
     "produced": PRODUCED,
@@ -75,6 +76,11 @@ GOOD_OBS: dict[str, list[dict[str, Any]]] = {
         {"variant": "commit", "answer": channel_406("PRECONDITION_FAILED - channel is not transactional")},
         {"variant": "rollback", "answer": channel_406("PRECONDITION_FAILED - channel is not transactional")},
     ],
+    "TestAckAllCommit": [
+        {"variant": "outstanding", "held": msgs(3), "commit": OPEN, "second": OPEN, "later": ["after-commit-1"], "remaining": again("after-commit-1")},
+        {"variant": "none", "held": [], "commit": OPEN, "second": OPEN, "later": ["after-commit-1"], "remaining": first("after-commit-1")},
+    ],
+    "TestConcurrentCommits": [{"ids": CONCURRENT, "told": ["commit-ok"] * 4, "drained": first(*[m for b in CONCURRENT for m in b])}],
     "TestCommittedSurvivesKill": [{"tx_ids": T, "drained": first(*T), "unavailable": None}],
     "TestFailoverNoLoss": [FAILOVER],
 }
@@ -120,6 +126,19 @@ TX_VIOLATIONS: list[Example] = [
     Example("TestCommitRequiresSelect", "channel-503", with_(G["TestCommitRequiresSelect"], answer=soft(503, "COMMAND_INVALID"))),
     Example("TestConfirmsExclusive", "tx-on-confirm-channel-accepted", {"variant": "confirm-then-tx", "answer": OPEN}, queue_type=None),
     Example("TestConfirmsExclusive", "confirm-on-tx-channel-accepted", {"variant": "tx-then-confirm", "answer": OPEN}, queue_type=None),
+    Example("TestAckAllCommit", "none-connection-541", with_(GOOD_OBS["TestAckAllCommit"][1], commit=connection_closed(541, "INTERNAL_ERROR - Unexpected error, please report")),
+            shows="connection closed with 541"),
+    Example("TestAckAllCommit", "outstanding-channel-406", with_(G["TestAckAllCommit"], commit=soft(406, "PRECONDITION_FAILED - unknown delivery tag 0")),
+            shows="channel closed with 406"),
+    Example("TestAckAllCommit", "acks-not-applied", with_(G["TestAckAllCommit"], remaining=again("m1", "m2", "m3", "after-commit-1")), shows="unexpected [m1, m2, m3]"),
+    Example("TestAckAllCommit", "m2-not-acked", with_(G["TestAckAllCommit"], remaining=again("m2", "after-commit-1")), shows="unexpected [m2]"),
+    Example("TestAckAllCommit", "second-commit-refused", with_(G["TestAckAllCommit"], second=connection_closed(541, "INTERNAL_ERROR")), shows="541"),
+    Example("TestAckAllCommit", "second-commit-lost", with_(GOOD_OBS["TestAckAllCommit"][1], remaining=[]), shows="missing [after-commit-1]"),
+    Example("TestConcurrentCommits", "one-commit-541", with_(G["TestConcurrentCommits"], told=["commit-ok", "ChannelClosed: 541 INTERNAL_ERROR - Cannot commit transaction with state 'DISCHARGING'", "commit-ok", "commit-ok"],
+            drained=first("c1-m1", "c1-m2", "c3-m1", "c3-m2", "c4-m1", "c4-m2")), shows="committer 2"),
+    Example("TestConcurrentCommits", "c3-lost", with_(G["TestConcurrentCommits"], drained=first("c1-m1", "c1-m2", "c2-m1", "c2-m2", "c4-m1", "c4-m2")), shows="missing [c3-m1, c3-m2]"),
+    Example("TestConcurrentCommits", "c1-twice", with_(G["TestConcurrentCommits"], drained=first(*[m for b in CONCURRENT for m in b], "c1-m1")), shows="duplicated [c1-m1]"),
+    Example("TestConcurrentCommits", "never-answered", with_(G["TestConcurrentCommits"], told=["commit-ok", "no answer", "commit-ok", "commit-ok"]), shows="no answer"),
     Example("TestCommittedSurvivesKill", "lost-on-kill", with_(G["TestCommittedSurvivesKill"], drained=[])),
     Example("TestCommittedSurvivesKill", "t3-lost-on-kill", with_(G["TestCommittedSurvivesKill"], drained=first("t1", "t2"))),
     Example("TestCommittedSurvivesKill", "queue-unavailable", with_(G["TestCommittedSurvivesKill"], drained=[], unavailable="ConnectionLost: no answer")),

@@ -4,3 +4,4 @@ entry-point module (adapters.amqp091.mutations) imports this package after its o
 these register the same way and may reuse its helpers (FieldRewriter, DeliveryOperator, ...).
 """
 from . import cuts  # noqa: F401
+from . import limits  # noqa: F401

@@ -54,6 +54,7 @@ def seed_example(session: Session, held: list[Delivery], *, multiple: bool) -> l
 
 class TestAckMultipleUpToTag(Case):
     requirement = "ACK-MULTIPLE-UP-TO-TAG"
+    configurations = ("priority", "delivery-limit")
 
     def scenario(self, ctx: CaseContext) -> Obs:
         return ack_then_close(ctx, 5, lambda s, held: seed_example(s, held, multiple=True))

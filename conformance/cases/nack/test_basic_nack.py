@@ -35,6 +35,7 @@ class TestNackSingleRequeue(Case):
 
 class TestNackMultipleRequeue(Case):
     requirement = "NACK-MULTIPLE-REQUEUE"
+    configurations = ("priority", "delivery-limit")
 
     def scenario(self, ctx: CaseContext) -> Obs:
         def settle(s: Session, held: list[Delivery]) -> None:

@@ -1,12 +1,14 @@
 """AMQP 0-9-1 class tx, acknowledgements: dropped with an uncommitted transaction, final once
-committed, and neither applied nor redelivered by tx.rollback."""
+committed (an ack of every outstanding tag too), and neither applied nor redelivered by tx.rollback."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from conformance.catalogue.profiles import Profile
 from conformance.errors import ConnectionLost
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
-from conformance.kit.checkers import all_redelivered, ids_of, returned_exactly
+from conformance.kit.checkers import accepted, all_redelivered, ids_of, returned_exactly
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 from conformance.nemesis.faults import Sender, cut
 
@@ -50,6 +52,7 @@ class TestUncommittedAcksDropped(Case):
 
 class TestCommittedAcksFinal(Case):
     requirement = "TX-ACK-COMMITTED-FINAL"
+    configurations = ("priority", "delivery-limit")
 
     def scenario(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
@@ -109,4 +112,43 @@ class TestRollbackDoesNotRedeliver(Case):
             ),
             returned_exactly(obs["returned"], obs["published"], what="after rollback of their acks and a channel close"),
             all_redelivered(obs["returned"]),
+        )
+
+
+class TestAckAllCommit(Case):
+    """Inside a transaction, basic.ack(0, multiple=true) then tx.commit: with three deliveries held
+    ("outstanding") every one is acknowledged at the commit; with none ("none") the ack is a no-op.
+    Either way commit-ok comes back and the channel stays open (a second transaction publishes one
+    message and commits, and it is in the queue); then the channel closes and nothing comes back."""
+
+    requirement = "TX-ACK-ALL-COMMIT"
+    variants = ("outstanding", "none")
+    configurations = ("priority", "delivery-limit")
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, 3) if ctx.variant == "outstanding" else []
+        session = ctx.session("consumer")
+        session.select_tx()
+        held = ctx.take(session.consume(q, prefetch=10), 3) if published else []
+        obs: dict[str, Any] = {"variant": ctx.variant, "held": [d.message_id for d in held]}
+        session.ack(0, multiple=True)
+        obs["commit"] = ctx.channel_error(session.commit)
+        if obs["commit"]["closed"]:
+            return obs
+        later = ctx.publish(q, 1, prefix="after-commit-", session=session)
+        obs["second"] = ctx.channel_error(session.commit)
+        session.close()
+        ctx.await_consumers(q, 0)
+        obs["later"] = later
+        obs["remaining"] = [delivery_obs(d) for d in ctx.drain(q)]
+        return obs
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        what = f"basic.ack(0, multiple=true) in a transaction with {len(obs['held']) or 'no'} deliveries outstanding, then tx.commit"
+        if obs["commit"]["closed"]:
+            return accepted(obs["commit"], what=what)
+        return first_failure(
+            accepted(obs["second"], what=f"a second transaction (one publish, tx.commit) after {what}"),
+            returned_exactly(obs["remaining"], obs["later"], what=f"in the queue after {what}, a second transaction and channel.close"),
         )
