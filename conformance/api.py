@@ -95,6 +95,29 @@ class Delivery:
         return f"{self.message_id}(tag={self.tag}, redelivered={str(self.redelivered).lower()})"
 
 
+@dataclass(frozen=True)
+class PublisherEvent:
+    """What the broker told a publisher about its own publishes, in arrival order: a publisher
+    confirm (``ack`` or ``nack``: ``tag`` is the publish's sequence number on its session,
+    ``multiple`` covers every tag up to it still unconfirmed), a ``return`` (``code``, ``text`` and
+    the returned message's ``message_id``), or the reply to a round trip the client made among
+    them (``sync-ok``, ``commit-ok``)."""
+
+    kind: str
+    tag: int = 0
+    multiple: bool = False
+    code: int = 0
+    text: str = ""
+    message_id: str | None = None
+
+    def brief(self) -> str:
+        if self.kind in ("ack", "nack"):
+            return f"{self.kind}({self.tag}{', multiple' if self.multiple else ''})"
+        if self.kind == "return":
+            return f"return({self.message_id}, {self.code})"
+        return self.kind
+
+
 class Consumer(abc.ABC):
     """A subscription on one queue; deliveries are buffered in arrival order."""
 
@@ -174,6 +197,22 @@ class Session(abc.ABC):
         ``expiration_ms`` is the per-message TTL; ``priority`` the message priority (0-9);
         ``exchange``: publish to this exchange with ``queue`` as the routing key (AMQP 0-9-1; a
         protocol without exchanges raises Unsupported)."""
+
+    def publish_pipelined(self, queue: str, messages: list[tuple[str, bytes]], *, mandatory: bool = False,
+                          exchange: str = "", commit: bool = False, window: float = 5.0) -> list["PublisherEvent"]:
+        """Publish ``messages`` (message id, body) back to back, without waiting for the broker
+        between them, and return what the broker sent about them in arrival order.
+
+        Without ``commit`` the session is in confirm mode (0-9-1 confirm.select on first use, its
+        sequence numbers continuing across calls) and the call collects until every publish of
+        the session is confirmed. With ``commit`` the session must be transactional: a round trip
+        (``sync-ok``) after the last publish, then tx.commit (``commit-ok``) and another round trip,
+        so a basic.return shows where it arrived. It waits at most ``window`` seconds: a confirm
+        that never comes is absent from the list, not an error. ``mandatory``: the publishes ask
+        for a basic.return when unroutable. A protocol without these raises Unsupported."""
+        from conformance.errors import Unsupported
+
+        raise Unsupported("this adapter has no pipelined publishing with publisher confirms")
 
     @abc.abstractmethod
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None,

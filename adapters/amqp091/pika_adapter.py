@@ -27,6 +27,7 @@ from conformance.api import (
     Connection,
     Consumer,
     Delivery,
+    PublisherEvent,
     QueueSpec,
     QueueStats,
     ServerInfo,
@@ -295,6 +296,56 @@ class PikaSession(Session):
     def sync(self) -> None:
         self.channel.exchange_declare(BARRIER_EXCHANGE, passive=True)
 
+    @translate_unwatched
+    def publish_pipelined(self, queue: str, messages: list[tuple[str, bytes]], *, mandatory: bool = False,
+                          exchange: str = "", commit: bool = False, window: float = 5.0) -> list[PublisherEvent]:
+        # pika's blocking channel waits for each confirm, so the publishes go through its
+        # asynchronous channel and the connection is pumped until the broker has answered them all
+        impl = self.channel._impl
+        if not hasattr(self, "_events"):
+            self._events: list[PublisherEvent] = []
+            self._published = 0
+            events = self._events
+
+            def on_return(_ch: Any, method: Any, props: Any, _body: bytes) -> None:
+                events.append(PublisherEvent("return", code=method.reply_code, text=_text(method.reply_text),
+                                             message_id=props.message_id))
+
+            impl.add_on_return_callback(on_return)
+        events = self._events
+        if not commit and not getattr(self, "_pipelined_confirms", False):
+            selected: list[bool] = []
+            impl.confirm_delivery(
+                ack_nack_callback=lambda f: events.append(PublisherEvent(
+                    "ack" if isinstance(f.method, pika.spec.Basic.Ack) else "nack", tag=f.method.delivery_tag,
+                    multiple=bool(f.method.multiple))),
+                callback=lambda _f: selected.append(True))
+            self._pump(lambda: bool(selected), time.monotonic() + window)
+            if not selected:
+                raise NoReply(f"confirm.select: no confirm.select-ok within {window:.0f}s")
+            self._pipelined_confirms = True
+        start = len(events)
+        for mid, body in messages:
+            impl.basic_publish(exchange, queue, body, pika.BasicProperties(message_id=mid), mandatory=mandatory)
+        self._published += len(messages)
+        end = time.monotonic() + window
+        if commit:
+            sync = lambda: impl.exchange_declare(BARRIER_EXCHANGE, passive=True,  # noqa: E731
+                                                 callback=lambda _f: events.append(PublisherEvent("sync-ok")))
+            sync()
+            impl.tx_commit(callback=lambda _f: events.append(PublisherEvent("commit-ok")))
+            sync()
+            self._pump(lambda: sum(e.kind == "sync-ok" for e in events[start:]) >= 2, end)
+        else:
+            self._pump(lambda: not _unconfirmed(events, self._published), end)
+        return list(events[start:])
+
+    def _pump(self, done: Callable[[], bool], end: float) -> None:
+        while not done() and time.monotonic() < end:
+            self.connection.pika.process_data_events(time_limit=min(0.05, max(0.0, end - time.monotonic())))
+            if self.channel.is_closed and isinstance(self.channel._closing_reason, px.ChannelClosedByBroker):
+                raise self.channel._closing_reason
+
     def close(self) -> None:
         if self.connection.was_cut or not self.channel.is_open:
             return
@@ -306,6 +357,15 @@ class PikaSession(Session):
     @property
     def is_open(self) -> bool:
         return not self.connection.was_cut and self.channel.is_open
+
+
+def _unconfirmed(events: list[PublisherEvent], published: int) -> set[int]:
+    """Sequence numbers 1..published that no confirm among ``events`` covers yet."""
+    left = set(range(1, published + 1))
+    for e in events:
+        if e.kind in ("ack", "nack"):
+            left -= {t for t in left if t <= e.tag} if e.multiple else {e.tag}
+    return left
 
 
 class PikaConnection(Connection):

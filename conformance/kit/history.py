@@ -44,9 +44,17 @@ class History:
         return [e.__dict__ for e in self.events]
 
 
+#: Longer lists are shown by their ends in the history.
+LONG = 20
+
+
 def summarize(value: Any) -> str:
     if isinstance(value, Delivery):
         return value.brief()
+    if hasattr(value, "brief") and callable(value.brief):  # PublisherEvent
+        return str(value.brief())
+    if isinstance(value, (list, tuple)) and len(value) > LONG:  # a burst: its ends and its length
+        return "[" + ", ".join(summarize(v) for v in value[:3]) + f", ... {len(value)} in all, ..., {summarize(value[-1])}]"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(summarize(v) for v in value) + "]"
     if isinstance(value, bytes):
