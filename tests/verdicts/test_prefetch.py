@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.kit.verdicts import Outcome, apply_profile
 from tests.verdicts.examples import (
+    CASES,
     OPEN,
     P43,
     QQ,
@@ -145,3 +147,13 @@ PREFETCH_VIOLATIONS: list[Example] = [
 
 
 test_compliant_observation_passes, test_violation_fails = verdict_tests(PREFETCH_GOOD, PREFETCH_VIOLATIONS)
+
+
+def test_quorum_prefetch_zero_capped_at_2000_is_the_documented_defect_and_nothing_else() -> None:
+    case = CASES["TestPrefetchZero"]()
+    capped = with_(ZERO, received=2000, missing=["m2001"], ready_after=100)
+    v = apply_profile(case.verdict(capped, RABBIT, QQ), case.requirement, QQ, RABBIT)
+    assert v.outcome is Outcome.DEVIATION and "14485" in v.citation
+    assert apply_profile(case.verdict(capped, RABBIT, "classic"), case.requirement, "classic", RABBIT).outcome is Outcome.FAIL
+    one = with_(ZERO, received=1, missing=["m2"], ready_after=2099)
+    assert apply_profile(case.verdict(one, RABBIT, QQ), case.requirement, QQ, RABBIT).outcome is Outcome.FAIL
