@@ -216,12 +216,15 @@ class Session(abc.ABC):
 
     @abc.abstractmethod
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None,
-                browse: bool = False, exclusive: bool = False, tag: str | None = None) -> Consumer:
+                browse: bool = False, exclusive: bool = False, tag: str | None = None,
+                arguments: dict[str, Any] | None = None) -> Consumer:
         """Subscribe. ``browse``: see messages without acquiring them (AMQP 1.0 distribution-mode copy);
         a protocol without browsing raises Unsupported. ``exclusive``: AMQP 0-9-1 basic.consume
         exclusive (only this consumer may access the queue); a protocol without it raises Unsupported.
         ``tag``: the consumer tag the client chooses (AMQP 0-9-1, e.g. to re-use a cancelled
-        consumer's); a protocol without client-chosen consumer tags raises Unsupported."""
+        consumer's; ``""`` asks the broker to name the consumer, read back as ``Consumer.tag``); a
+        protocol without client-chosen consumer tags raises Unsupported. ``arguments``: the
+        consumer's arguments (AMQP 0-9-1 basic.consume arguments, e.g. x-priority)."""
 
     @abc.abstractmethod
     def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:

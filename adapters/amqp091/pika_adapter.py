@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import pika
 import pika.exceptions as px
-from pika.adapters.blocking_connection import BlockingChannel
+from pika.adapters.blocking_connection import BlockingChannel, _ConsumerInfo
 from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
 from conformance.api import (
@@ -133,15 +133,19 @@ def _translate(fn: F, *, watch: bool) -> F:
 
 class PikaConsumer(Consumer):
     def __init__(self, session: "PikaSession", queue: str, ack_mode: AckMode, exclusive: bool = False,
-                 tag: str | None = None) -> None:
+                 tag: str | None = None, arguments: dict[str, Any] | None = None) -> None:
         self.session = session
         self.connection = session.connection
         self.queue = queue
         self.ack_mode = ack_mode
         self.buffer: collections.deque[Delivery] = collections.deque()
-        self.tag = session.channel.basic_consume(
-            queue, self._on_message, auto_ack=ack_mode is AckMode.AUTO, exclusive=exclusive, consumer_tag=tag
-        )
+        auto = ack_mode is AckMode.AUTO
+        if tag == "":
+            self.tag = _consume_broker_named(session.channel, queue, self._on_message, auto, exclusive, arguments)
+        else:
+            self.tag = session.channel.basic_consume(
+                queue, self._on_message, auto_ack=auto, exclusive=exclusive, consumer_tag=tag, arguments=arguments
+            )
 
     def _on_message(self, _ch: BlockingChannel, method: Any, props: Any, body: bytes) -> None:
         self.buffer.append(to_delivery(method, props, body, self.queue, no_ack=self.ack_mode is AckMode.AUTO))
@@ -159,6 +163,34 @@ class PikaConsumer(Consumer):
     @translate
     def cancel(self) -> None:
         self.session.channel.basic_cancel(self.tag)
+
+
+def _consume_broker_named(channel: BlockingChannel, queue: str, on_message: Any, auto_ack: bool, exclusive: bool,
+                          arguments: dict[str, Any] | None) -> str:
+    """basic.consume with an empty consumer-tag, so that the broker names the consumer (pika always
+    names its own). The consumer is registered with pika's channel from basic.consume-ok, before any
+    frame after it is dispatched, exactly as pika registers its own; the tag is the broker's word,
+    so two consumers given the same tag share it here as they would on the wire."""
+    impl = channel._impl
+    named: list[str] = []
+
+    def on_ok(frame: Any) -> None:
+        tag = frame.method.consumer_tag
+        named.append(tag)
+        info = _ConsumerInfo(tag, auto_ack=auto_ack, on_message_callback=on_message)
+        info.state = _ConsumerInfo.ACTIVE
+        channel._consumer_infos[tag] = info
+        impl._consumers[tag] = channel._on_consumer_message_delivery
+        if auto_ack:
+            impl._consumers_with_noack.add(tag)
+
+    # pika's channel signals every consume-ok to its own one-shot result: take and reset it, as
+    # pika's basic_consume does
+    with channel._basic_consume_ok_result as ok_result:
+        impl._rpc(pika.spec.Basic.Consume(queue=queue, consumer_tag="", no_ack=auto_ack, exclusive=exclusive,
+                                          arguments=arguments or {}), on_ok, [pika.spec.Basic.ConsumeOk])
+        channel._flush_output(lambda: bool(named) and ok_result.is_ready())
+    return named[0]
 
 
 def to_delivery(method: Any, props: Any, body: bytes, queue: str | None, *, no_ack: bool = False) -> Delivery:
@@ -236,12 +268,13 @@ class PikaSession(Session):
 
     @translate
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None,
-                browse: bool = False, exclusive: bool = False, tag: str | None = None) -> Consumer:
+                browse: bool = False, exclusive: bool = False, tag: str | None = None,
+                arguments: dict[str, Any] | None = None) -> Consumer:
         if browse:
             raise Unsupported("AMQP 0-9-1 has no browsing consumer (no distribution mode copy)")
         if prefetch is not None:
             self.channel.basic_qos(prefetch_count=prefetch)
-        return PikaConsumer(self, queue, ack_mode, exclusive, tag)
+        return PikaConsumer(self, queue, ack_mode, exclusive, tag, arguments)
 
     @translate
     def get(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, timeout: float = 5.0) -> Delivery | None:

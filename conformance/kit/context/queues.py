@@ -23,9 +23,10 @@ class Queues(Connections):
         return f"conformance.{self.requirement.id.lower()}.{kind}.{role}.{uuid.uuid4().hex[:8]}"
 
     def queue(self, arguments: dict[str, Any] | None = None, *, durable: bool | None = None, plain: bool = False,
-              role: str = "q", name: str | None = None) -> str:
+              role: str = "q", name: str | None = None, on: Session | None = None) -> str:
         """Declare a uniquely named queue of the case's queue type (``plain``: a classic queue, e.g.
-        a dead-letter target), deleted after the case. ``arguments`` add to the type's own."""
+        a dead-letter target), deleted after the case. ``arguments`` add to the type's own. ``on``:
+        the session that declares it (default the admin's), the owner of an exclusive queue."""
         base, config = (None, None) if plain else split(self.queue_type)
         qt = None if plain else self.profile.queue_types.get(base or "")
         kind = "classic" if plain else base or "default"
@@ -35,10 +36,11 @@ class Queues(Connections):
             queue_type=kind,
             durable=durable if durable is not None else (qt.durable if qt else True),
             arguments={**(qt.arguments if qt else {}), **(config.arguments if config else {}), **(arguments or {})},
+            **(config.declare if config else {}),
         )
         self._queues.append(name)
         try:
-            self.admin.declare_queue(spec)
+            (on or self.admin).declare_queue(spec)
         except ChannelClosed as exc:
             if config is None or exc.code in (320, 541):  # not a refusal of the configuration: the broker broke
                 raise
