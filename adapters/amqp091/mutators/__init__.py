@@ -6,3 +6,4 @@ these register the same way and may reuse its helpers (FieldRewriter, DeliveryOp
 from . import cuts  # noqa: F401
 from . import limits  # noqa: F401
 from . import consumers  # noqa: F401
+from . import dead_letter  # noqa: F401

@@ -50,6 +50,8 @@ def unavailable(obs: Obs, expected: str, *, kill: bool | None = None) -> Verdict
 
 class TestConfirmedSurvives(RestartOrKill):
     requirement = "PERSIST-CONFIRMED-SURVIVES"
+    #: a queue declared with a dead-letter exchange recovers its dead-lettering state with its messages
+    configurations = ("dead-letter",)
 
     def prepare(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
