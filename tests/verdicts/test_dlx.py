@@ -124,4 +124,127 @@ DLX_VIOLATIONS: list[Example] = [
 ]
 
 
+# -- dead-letter topologies (conformance/cases/dlx/test_topologies.py) --------------------------
+W, D = "dlx-work", "dlx-delay"
+
+
+def arrival(*deaths_: dict[str, Any], headers: dict[str, Any] | None = None) -> dict[str, Any]:
+    return dead("m1", list(deaths_), first_death(W) if headers is None else headers)
+
+
+def cycle(variant: str = "reject-expire", arrivals: list[dict[str, Any]] | None = None, error: str | None = None) -> dict[str, Any]:
+    if arrivals is None:
+        if variant == "self":
+            arrivals = [dead("m1", [], {}), arrival(death(W)), arrival(death(W, count=2))]
+        else:
+            arrivals = [dead("m1", [], {}), arrival(death(D, "expired"), death(W)), arrival(death(D, "expired", 2), death(W, count=2))]
+    return {"variant": variant, "work": W, "delay": D if variant != "self" else None, "arrivals": arrivals, "error": error,
+            "ready": {W: 0}}
+
+
+CYCLE = cycle()
+
+
+def ttl_unread(dead_: list[dict[str, Any]] | None = None, left: int = 0) -> dict[str, Any]:
+    dead_ = [dead(m, [death(Q, "expired")], first_death(Q, "expired")) for m in ("m1", "m2")] if dead_ is None else dead_
+    return {"source": Q, "arrived": bool(dead_), "dead": dead_, "left": left}
+
+
+def after_requeue(dead_: list[dict[str, Any]] | None = None, error: str | None = None) -> dict[str, Any]:
+    return {"source": Q, "redelivered": True, "error": error, "left": 0,
+            "dead": [dead("m1", [death(Q)], first_death(Q))] if dead_ is None else dead_}
+
+
+APP = {"app-text": "hello", "app-int": 42, "app-table": {"inner": "value", "deeper": {"leaf": "x"}}, "app-array": ["a", 1, True]}
+
+
+def headers_kept(app: dict[str, Any] | None = None, deaths_: list[dict[str, Any]] | None = None, copies: int = 1) -> dict[str, Any]:
+    copy = dead("m1", [death(Q)] if deaths_ is None else deaths_, first_death(Q))
+    return {"sent": APP, "dead": [copy] * copies, "app": [APP if app is None else app] * copies}
+
+
+def republished(copies: list[dict[str, Any]] | None = None, error: str | None = None, left: int = 0) -> dict[str, Any]:
+    if copies is None:
+        copies = [dead("m1", [death(Q)], first_death(Q)), dead("m1", [death(Q, count=2)], first_death(Q))]
+    return {"source": Q, "error": error, "copies": copies, "left": left}
+
+
+def maxlen_order(order: tuple[str, ...] = ("m1", "m2", "m3"), reason: str = "maxlen", kept: tuple[str, ...] = ("m4", "m5")) -> dict[str, Any]:
+    return {"source": Q, "dead": [dead(m, [death(Q, reason)], first_death(Q, reason)) for m in order], "kept": list(kept)}
+
+
+def target_limit(variant: str, dlq: list[str], side: list[str], source: list[str] | None = None,
+                 side_deaths: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    pushed = [death(DLQ, "maxlen"), death(Q)] if side_deaths is None else side_deaths
+    side_obs = [dead(m, pushed if variant == "drop-head" else [death(Q)], first_death(Q)) for m in side]
+    return {"variant": variant, "source": Q, "dlq": DLQ, "dlq_held": [dead(m, [death(Q)], first_death(Q)) for m in dlq],
+            "side_held": side_obs, "source_held": source or []}
+
+
+TOPOLOGY_GOOD: list[Example] = [
+    *everywhere("TestCycleWithRejection", "reject-expire", CYCLE),
+    *everywhere("TestCycleWithRejection", "self", cycle("self")),
+    *everywhere("TestQueueTtlExpiresUnread", "both-expired", ttl_unread()),
+    *everywhere("TestDeadLetterAfterRequeue", "one-copy", after_requeue()),
+    *everywhere("TestHeadersKept", "unchanged", headers_kept()),
+    *everywhere("TestRepublishedDiesAgain", "count-2", republished()),
+    *everywhere("TestMaxlenOrder", "oldest-first", maxlen_order()),
+    *everywhere("TestTargetLimit", "drop-head", target_limit("drop-head", ["m2", "m3"], ["m1"])),
+    *everywhere("TestTargetLimit", "reject-publish", target_limit("reject-publish", ["m1", "m2"], ["m1", "m2", "m3"])),
+]
+
+TOPOLOGY_VIOLATIONS: list[Example] = [
+    # DLX-CYCLE-WITH-REJECTION
+    bad("TestCycleWithRejection", "dropped-second-round", cycle(arrivals=CYCLE["arrivals"][:2]), shows="arrivals [m1, m1]"),
+    bad("TestCycleWithRejection", "dropped-first-round", cycle("self", arrivals=CYCLE["arrivals"][:1]), QQ, shows="arrivals [m1]"),
+    bad("TestCycleWithRejection", "count-not-incremented",
+        cycle(arrivals=[*CYCLE["arrivals"][:2], arrival(death(D, "expired"), death(W))]), shows="count: 1"),
+    bad("TestCycleWithRejection", "oldest-first",
+        cycle(arrivals=[*CYCLE["arrivals"][:2], arrival(death(W, count=2), death(D, "expired", 2))]), shows="[{queue: dlx-work"),
+    bad("TestCycleWithRejection", "first-death-rewritten",
+        cycle(arrivals=[*CYCLE["arrivals"][:2], arrival(death(D, "expired", 2), death(W, count=2), headers=first_death(D, "expired"))]),
+        shows="x-first-death-queue: dlx-delay"),
+    bad("TestCycleWithRejection", "crashed", cycle(arrivals=CYCLE["arrivals"][:1], error="channel closed with 541 INTERNAL_ERROR"),
+        shows="541"),
+    # DLX-QUEUE-TTL-EXPIRES-UNREAD
+    bad("TestQueueTtlExpiresUnread", "never-expired", ttl_unread([], left=2), shows="held []; 2 still ready"),
+    bad("TestQueueTtlExpiresUnread", "one-expired", ttl_unread(ttl_unread()["dead"][:1], left=1), QQ, shows="held [m1]"),
+    bad("TestQueueTtlExpiresUnread", "reason-rejected", ttl_unread([dead(m, [death(Q)], first_death(Q)) for m in ("m1", "m2")]),
+        shows="reason: rejected"),
+    bad("TestQueueTtlExpiresUnread", "newest-first", ttl_unread(list(reversed(ttl_unread()["dead"]))), shows="held [m2, m1]"),
+    # DLX-AFTER-REQUEUE
+    bad("TestDeadLetterAfterRequeue", "crashed", after_requeue([], "channel closed with 541 INTERNAL_ERROR"), QQ, shows="541"),
+    bad("TestDeadLetterAfterRequeue", "not-dead-lettered", after_requeue([]), shows="held []"),
+    bad("TestDeadLetterAfterRequeue", "requeue-counted", after_requeue([dead("m1", [death(Q, count=2)], first_death(Q))]), QQ,
+        shows="count: 2"),
+    # DLX-HEADERS-KEPT
+    bad("TestHeadersKept", "stripped", headers_kept({}), shows="copy = {}"),
+    bad("TestHeadersKept", "nested-table-lost", headers_kept({**APP, "app-table": {"inner": "value"}}), QQ, shows="app-table: {inner: value}, app-array"),
+    bad("TestHeadersKept", "no-x-death", headers_kept(deaths_=[]), shows="x-death = []"),
+    bad("TestHeadersKept", "two-copies", headers_kept(copies=2), shows="held [m1, m1]"),
+    # DLX-REPUBLISHED-DIES-AGAIN
+    bad("TestRepublishedDiesAgain", "second-death-lost", republished(republished()["copies"][:1], left=1), shows="copies [m1]; 1 still ready"),
+    bad("TestRepublishedDiesAgain", "crashed", republished(republished()["copies"][:1], "channel closed with 541 INTERNAL_ERROR"), QQ,
+        shows="541"),
+    bad("TestRepublishedDiesAgain", "history-restarted",
+        republished([dead("m1", [death(Q)], first_death(Q)), dead("m1", [death(Q)], first_death(Q))]), shows="count: 1"),
+    # DLX-MAXLEN-ORDER
+    bad("TestMaxlenOrder", "reversed", maxlen_order(("m3", "m2", "m1")), QQ, shows="held [m3, m2, m1]"),
+    bad("TestMaxlenOrder", "newest-dropped", maxlen_order(("m3", "m4", "m5"), kept=("m1", "m2")), shows="held [m3, m4, m5]"),
+    bad("TestMaxlenOrder", "reason-expired", maxlen_order(reason="expired"), shows="reason: expired"),
+    # DLX-TARGET-LIMIT
+    bad("TestTargetLimit", "drop-head-unlimited", target_limit("drop-head", ["m1", "m2", "m3"], []), shows="dlq: [m1, m2, m3]"),
+    bad("TestTargetLimit", "drop-head-newest-dropped", target_limit("drop-head", ["m1", "m2"], []), QQ, shows="side: []"),
+    bad("TestTargetLimit", "drop-head-reason", target_limit("drop-head", ["m2", "m3"], ["m1"], side_deaths=[death(DLQ, "expired"), death(Q)]),
+        shows="reason: expired"),
+    bad("TestTargetLimit", "reject-publish-unlimited", target_limit("reject-publish", ["m1", "m2", "m3"], ["m1", "m2", "m3"]),
+        shows="dlq: [m1, m2, m3]"),
+    bad("TestTargetLimit", "reject-publish-returned", target_limit("reject-publish", ["m1", "m2"], ["m1", "m2", "m3"], ["m3"]), QQ,
+        shows="source: [m3]"),
+]
+
+DLX_GOOD += TOPOLOGY_GOOD
+DLX_VIOLATIONS += TOPOLOGY_VIOLATIONS
+
+
 test_compliant_observation_passes, test_violation_fails = verdict_tests(DLX_GOOD, DLX_VIOLATIONS)
