@@ -174,11 +174,11 @@ def maxlen_order(order: tuple[str, ...] = ("m1", "m2", "m3"), reason: str = "max
 
 
 def target_limit(variant: str, dlq: list[str], side: list[str], source: list[str] | None = None,
-                 side_deaths: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 side_deaths: list[dict[str, Any]] | None = None, error: str | None = None) -> dict[str, Any]:
     pushed = [death(DLQ, "maxlen"), death(Q)] if side_deaths is None else side_deaths
     side_obs = [dead(m, pushed if variant == "drop-head" else [death(Q)], first_death(Q)) for m in side]
     return {"variant": variant, "source": Q, "dlq": DLQ, "dlq_held": [dead(m, [death(Q)], first_death(Q)) for m in dlq],
-            "side_held": side_obs, "source_held": source or []}
+            "side_held": side_obs, "source_held": source or [], "error": error}
 
 
 TOPOLOGY_GOOD: list[Example] = [
@@ -239,6 +239,9 @@ TOPOLOGY_VIOLATIONS: list[Example] = [
         shows="reason: expired"),
     bad("TestTargetLimit", "reject-publish-unlimited", target_limit("reject-publish", ["m1", "m2", "m3"], ["m1", "m2", "m3"]),
         shows="dlq: [m1, m2, m3]"),
+    bad("TestTargetLimit", "reject-publish-connection-closed",
+        target_limit("reject-publish", ["m1", "m2"], ["m1", "m2"], error="basic.reject(requeue=false) of m3: channel closed with 541 INTERNAL_ERROR"),
+        shows="of m3: channel closed with 541"),
     bad("TestTargetLimit", "reject-publish-returned", target_limit("reject-publish", ["m1", "m2"], ["m1", "m2", "m3"], ["m3"]), QQ,
         shows="source: [m3]"),
 ]

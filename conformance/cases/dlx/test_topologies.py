@@ -81,7 +81,7 @@ def get_all(session: Session, queue: str, limit: int = 20) -> list[Delivery]:
 
 
 def closed(exc: ChannelClosed) -> str:
-    return f"channel closed with {exc.code} {exc.text}"
+    return f"{'connection' if exc.hard else 'channel'} closed with {exc.code} {exc.text}"
 
 
 class TestCycleWithRejection(Case):
@@ -368,23 +368,31 @@ class TestTargetLimit(Case):
             q = ctx.queue({DLX: x})
         ids = ctx.publish(q, 3)
         session = ctx.session("consumer")
-        for mid in ids:
-            d = session.get(q, ack_mode=AckMode.MANUAL)
-            if d is None:
-                raise AssertionError(f"{q} unexpectedly empty")  # setup error, not a verdict
-            session.reject(d.tag, requeue=False)
-            session.sync()
-            if mid == "m2":  # m1 and m2 fill the dead-letter queue before m3 overflows it
-                count_within(ctx, dlq, 2, GRACE_S, f"m1 and m2 dead-lettered into {dlq}")
+        error = None
+        try:
+            for mid in ids:
+                d = session.get(q, ack_mode=AckMode.MANUAL)
+                if d is None:
+                    raise AssertionError(f"{q} unexpectedly empty")  # setup error, not a verdict
+                session.reject(d.tag, requeue=False)
+                session.sync()
+                if mid == "m2":  # m1 and m2 fill the dead-letter queue before m3 overflows it
+                    count_within(ctx, dlq, 2, GRACE_S, f"m1 and m2 dead-lettered into {dlq}")
+        except ChannelClosed as exc:  # the broker failing the rejection is the observation
+            error = f"basic.reject(requeue=false) of {mid}: {closed(exc)}"
+            session = ctx.session("reader")
         count_within(ctx, side, 1 if overflow == "drop-head" else 3, GRACE_S,
                      f"m1 pushed out of {dlq} into {side}" if overflow == "drop-head" else f"m1..m3 dead-lettered into {side}")
-        return {"variant": overflow, "source": q, "dlq": dlq,
+        return {"variant": overflow, "source": q, "dlq": dlq, "error": error,
                 "dlq_held": [dead_obs(d) for d in get_all(session, dlq)],
                 "side_held": [dead_obs(d) for d in get_all(session, side)],
                 "source_held": [d.message_id for d in get_all(session, q)]}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         got = {"dlq": [d["id"] for d in obs["dlq_held"]], "side": [d["id"] for d in obs["side_held"]], "source": obs["source_held"]}
+        if obs.get("error"):
+            return holds(False, expected="each basic.reject(requeue=false) accepted, whatever the dead-letter queue does with the copy",
+                         observed=f"{obs['error']}; then {fmt(got)}", key="channel-closed")
         if obs["variant"] == "reject-publish":
             return same({"dlq": ["m1", "m2"], "side": ["m1", "m2", "m3"], "source": []}, got,
                         what="after rejecting m1..m3 into a dead-letter queue of x-max-length 2 (reject-publish) beside an unlimited"
