@@ -358,7 +358,7 @@ class TestTargetLimit(Case):
         side = ctx.queue(plain=True, role="dlq2" if overflow == "drop-head" else "witness")
         if overflow == "drop-head":
             dlq_args.update({DLX: "", DLRK: side})
-        dlq = ctx.queue(dlq_args, plain=True, role="dlq")
+        dlq = ctx.queue(dlq_args, role="dlq")  # of the case's queue type: the limit under test is the target's own
         if overflow == "drop-head":
             q = ctx.queue({DLX: "", DLRK: dlq})
         else:
