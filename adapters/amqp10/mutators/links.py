@@ -17,7 +17,6 @@ from adapters.amqp10.mutations import (
     OutcomeSwap,
     P,
     S,
-    _state_code,
     performative,
     rebuild,
     receiver_outcome,
@@ -200,16 +199,4 @@ class DetachUnanswered(_Sessions):
             return None
         self.gone.add((theirs, self.handles[key]))
         self.applied(f"detach of handle {fields[0]} kept from the broker, never answered")
-        return []
-
-
-@operator("broker-settlement-dropped", P, "drops the broker's settled disposition that answers a receiver's unsettled outcome (rcv-settle-mode second never completes)")
-class BrokerSettlementDropped(Mutator):
-    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
-        if sender is not S or f.name != "disposition":
-            return None
-        _, fields, _ = split(f.raw)
-        if not fields or fields[0] or len(fields) < 4 or not fields[3] or _state_code(_field(fields, 4)) is None:
-            return None
-        self.applied(f"disposition {fields[1]} (the broker's settlement of an outcome) not forwarded")
         return []

@@ -53,7 +53,7 @@ class ReturnedOutcome(Case):
         again = next_or_none(receiver, BACK_S)
         if again is not None:
             session.ack(again["tag"])
-            session.sync()
+        receiver.detach(BACK_S)
         return {"published": published, "outcome": self.outcome, "delivery_failed": self.failed,
                 "first": [delivery_obs(first)], "again": [again] if again else []}
 

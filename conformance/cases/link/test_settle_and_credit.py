@@ -109,6 +109,10 @@ class TestDetachReleases(Case):
         detach = receiver.detach(PROMPT_S)
         after: list[Obs] = []
         alive = "usable"
+        if not detach.startswith("answered"):
+            # The link's handle is in an unknown state at the broker: a new link could collide with it.
+            return {"published": published, "held": [delivery_obs(d) for d in held], "detach": detach, "session": "not tried",
+                    "after": [], "left": [delivery_obs(d) for d in ctx.drain(q)]}
         try:
             # The same session takes the released deliveries: the session survived the detach.
             again = session.receiver(q, credit=len(published))
@@ -129,8 +133,8 @@ class TestDetachReleases(Case):
             returned_exactly(obs["held"], obs["published"], what="the deliveries held before the detach"),
             holds(obs["detach"].startswith("answered"), expected="the broker answers the detach (closed=true)",
                   observed=f"detach: {obs['detach']}", key="detach-" + obs["detach"].split(" ")[0].split(":")[0]),
-            holds(obs["session"] == "usable", expected="the session stays usable after the link's detach",
-                  observed=f"session after the detach: {obs['session']}", key=None if obs["session"] == "usable" else "session-lost"),
+            holds(obs["session"] in ("usable", "not tried"), expected="the session stays usable after the link's detach",
+                  observed=f"session after the detach: {obs['session']}", key=None if obs["session"] in ("usable", "not tried") else "session-lost"),
             holds(bool(obs["after"] + obs["left"]) or not unsettled, expected=f"the unsettled {', '.join(unsettled)} released by the detach",
                   observed=f"none of {', '.join(unsettled)} came to a receiver on the same session within {RELEASE_S:g}s, nor to a later one",
                   key=None if obs["after"] + obs["left"] or not unsettled else "unsettled-kept-acquired"),

@@ -1,0 +1,72 @@
+"""AMQP 1.0 operators on outcomes, drain, credit and detach (adapters/amqp10/mutators/links.py), on
+synthetic frames: each output is re-split by the codec, so a rewrite keeps frames valid."""
+
+from __future__ import annotations
+
+from proton import Described, symbol, ubyte, uint, ulong
+
+from adapters.amqp10.wire import Amqp10Codec
+from tests.nemesis.test_mutations import C, S, fields10, perf10, run
+
+BEGIN, ATTACH, FLOW, TRANSFER, DISPOSITION, DETACH = 0x11, 0x12, 0x13, 0x14, 0x15, 0x16
+
+
+def names(raws: list[bytes]) -> list[tuple[str, int]]:
+    return [(f.name, f.channel) for f in Amqp10Codec().feed(b"".join(raws))]
+
+
+def flow(handle: int, credit: int, *, drain: bool = False, channel: int = 0) -> object:
+    return perf10(FLOW, [uint(0), uint(100), uint(0), uint(100), uint(handle), uint(0), uint(credit), None, drain], channel)
+
+
+def test_modified_as_rejected_and_undeliverable_here_cleared() -> None:
+    modified = perf10(DISPOSITION, [True, uint(1), None, True, Described(ulong(0x27), [True, True, None])])
+    released = perf10(DISPOSITION, [True, uint(2), None, True, Described(ulong(0x26), [])])
+    to_server, *_ = run("modified-as-rejected", [(C, modified), (C, released)])
+    assert [int(fields10(r)[4].descriptor) for r in to_server] == [0x25, 0x26]
+    to_server, _, _, m = run("undeliverable-here-cleared", [(C, modified), (C, released)])
+    state = fields10(to_server[0])[4]
+    assert int(state.descriptor) == 0x27 and list(state.value)[:2] == [True, False] and m.rewritten == 1
+
+
+def test_drain_answer_dropped_only_after_a_drain() -> None:
+    echo = flow(0, 0, drain=True)
+    _, to_client, _, m = run("drain-answer-dropped", [(S, echo)])
+    assert len(to_client) == 1 and m.rewritten == 0  # no drain asked: nothing to drop
+    _, to_client, _, m = run("drain-answer-dropped", [(C, flow(0, 5, drain=True)), (S, flow(2, 0)), (S, echo)])
+    assert names(to_client) == [("flow", 0)] and m.rewritten == 1
+
+
+def test_drain_ends_session_on_both_sides_and_swallows_the_answers() -> None:
+    begin = perf10(BEGIN, [ubyte(7) and uint(7), uint(0), uint(100), uint(100)], 3)  # broker's channel 3 answers the client's 7
+    stream = [(S, begin), (C, flow(0, 5, drain=True, channel=7)), (S, perf10(TRANSFER, [uint(0), uint(1), b"t", uint(0)], 3)),
+              (S, perf10(0x17, [], 3)), (C, perf10(0x17, [], 7))]
+    to_server, to_client, io, m = run("drain-ends-session", stream)
+    assert names(to_server) == [("end", 7)]  # the drain replaced by the client's end of its session
+    assert names(to_client) == [("begin", 3)]  # the broker's transfer and end after it never reach the client
+    end = Amqp10Codec().feed(io.client[0])[0]
+    assert (end.name, end.channel) == ("end", 3)
+    error = fields10(io.client[0])[0]
+    assert str(list(error.value)[0]) == str(symbol("amqp:internal-error")) and m.rewritten == 1
+
+
+def test_credit_inflated_only_on_receiving_links() -> None:
+    attach_recv = perf10(ATTACH, ["r", uint(0), True, ubyte(0), ubyte(0)])
+    attach_send = perf10(ATTACH, ["s", uint(1), False, ubyte(0), ubyte(0)])
+    stream = [(C, attach_recv), (C, attach_send), (C, flow(0, 2)), (C, flow(1, 4)), (C, flow(0, 0)), (C, flow(0, 3, drain=True))]
+    to_server, _, _, m = run("credit-inflated", stream)
+    credits = [int(fields10(r)[6]) for r in to_server[2:]]
+    assert credits == [5, 4, 0, 3] and m.rewritten == 1
+
+
+def test_detach_unanswered_keeps_the_detach_and_the_links_later_frames() -> None:
+    begin = perf10(BEGIN, [uint(0), uint(0), uint(100), uint(100)], 4)
+    stream = [(S, begin), (C, perf10(ATTACH, ["r", uint(0), True, ubyte(0), ubyte(0)])),
+              (S, perf10(ATTACH, ["r", uint(2), False, ubyte(0), ubyte(0)], 4)),
+              (C, perf10(DETACH, [uint(0), True])), (S, perf10(DETACH, [uint(2), True], 4)),
+              (C, perf10(ATTACH, ["r2", uint(1), True, ubyte(0), ubyte(0)])),
+              (S, perf10(ATTACH, ["r2", uint(3), False, ubyte(0), ubyte(0)], 4))]
+    to_server, to_client, _, m = run("detach-unanswered", stream)
+    assert names(to_server) == [("attach", 0), ("attach", 0)]  # the detach never reaches the broker
+    assert names(to_client) == [("begin", 4), ("attach", 4), ("attach", 4)]
+    assert m.rewritten == 2
