@@ -21,7 +21,7 @@ PRECONDITION_FAILED = 406
 
 class TestNackSingleRequeue(Case):
     requirement = "NACK-SINGLE-REQUEUE"
-    configurations = ("priority", "length-limit-reject", "delivery-limit")
+    configurations = ("priority", "length-limit-reject", "delivery-limit", "single-active-consumer", "queue-ttl")
 
     def scenario(self, ctx: CaseContext) -> Obs:
         def settle(s: Session, held: list[Delivery]) -> None:
