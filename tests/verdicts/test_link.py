@@ -11,6 +11,7 @@ import pytest
 
 from conformance.catalogue.profiles import select_profile
 from conformance.kit.verdicts import Outcome, Verdict, apply_profile
+from tests.verdicts import link_settlement as settlement
 from tests.verdicts.examples import CASES, RABBIT, Example, assert_fails, assert_passes, with_
 
 SPEC10 = select_profile("Other", "1.0", "amqp-1.0")
@@ -68,6 +69,7 @@ LINK_GOOD: list[Example] = [
                                                               second=[dl("m1", redelivered=True, fa=False, count=0)])),
     ex("TestFirstDeliveryNotRedelivered", "no-header-at-all", FIRST10),
     ex("TestRedeliverOnConnectionLoss", "no-header-at-all", LOSS10),
+    *settlement.GOOD,
 ]
 
 LINK_VIOLATIONS: list[tuple[Example, str]] = [
@@ -113,6 +115,7 @@ LINK_VIOLATIONS: list[tuple[Example, str]] = [
                                            drain_empty={"answer": "not tried", "got": []})), "session ended"),
     (ex("TestDrain", "empty-unanswered", with_(DRAIN, drain_empty={"answer": "no flow answer within 3s", "got": []})), "no flow answer"),
     (ex("TestDrain", "withheld-one", with_(DRAIN, drain_with_messages={"answer": "drained", "got": [dl("m2", 2)]})), "missing [m3]"),
+    *settlement.VIOLATIONS,
 ]
 
 
@@ -174,3 +177,13 @@ def test_no_settle_refused_by_our_own_client_tests_nothing() -> None:
 
     v = ex("TestUnreliableLinkNoSettle", "client-refuses", NO_SETTLE).judge()
     assert v.outcome is Outcome.UNSUPPORTED and "not tested" in v.reason
+
+
+def test_a_detach_that_keeps_unsettled_deliveries_is_the_documented_3_x_deviation() -> None:
+    e = next(e for e, _ in settlement.VIOLATIONS if e.name == "kept-acquired")
+    for qt in ("classic", "quorum"):
+        v = apply_profile(Example(e.case, e.name, e.obs, queue_type=qt, profile=P10).judge(), CASES[e.case].requirement, qt, P10)
+        assert v.outcome is Outcome.DEVIATION and "9022" in v.citation, v
+    unanswered = next(e for e, _ in settlement.VIOLATIONS if e.name == "unanswered")
+    v = apply_profile(Example(unanswered.case, unanswered.name, unanswered.obs, profile=P10).judge(), CASES[unanswered.case].requirement, "classic", P10)
+    assert v.outcome is Outcome.FAIL, v  # an unanswered detach is no documented 3.x behaviour
