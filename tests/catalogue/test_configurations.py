@@ -60,3 +60,22 @@ def test_a_configured_cell_is_judged_by_the_same_rule() -> None:
     assert judged("TestRequeuePosition", lost, RABBIT, "quorum+delivery-limit").outcome.value == "fail"
     publication = requeue_obs("nack", ["m1", "m2", "m3", "m4"])
     assert judged("TestRequeuePosition", publication, RABBIT, "classic+priority").outcome.value == "pass"
+
+
+def test_a_configuration_may_set_flags_of_the_declaration(tmp_path, monkeypatch) -> None:
+    known = configurations()
+    assert known["exclusive"].declare == {"exclusive": True} and known["exclusive"].arguments == {}
+    assert known["auto-delete"].declare == {"auto_delete": True}
+    assert known["single-active-consumer"].declare == {} and known["single-active-consumer"].arguments == {"x-single-active-consumer": True}
+    from conformance.catalogue import configurations as module
+
+    bad = tmp_path / "configurations.yaml"
+    bad.write_text("schema: conformance.configurations/1\nconfigurations:\n  odd:\n    meaning: m\n    arguments: {}\n"
+                   "    declare: {durable: false}\n    source: s\n")
+    monkeypatch.setattr(module, "DATA", bad)
+    module.configurations.cache_clear()
+    try:
+        with pytest.raises(UsageError, match="declare: expected flags among exclusive, auto_delete"):
+            module.configurations()
+    finally:
+        module.configurations.cache_clear()
