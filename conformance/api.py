@@ -204,8 +204,8 @@ class Session(abc.ABC):
         between them, and return what the broker sent about them in arrival order.
 
         Without ``commit`` the session is in confirm mode (0-9-1 confirm.select on first use, its
-        sequence numbers continuing across calls) and the call collects until every publish of
-        the session is confirmed. With ``commit`` the session must be transactional: a round trip
+        sequence numbers continuing across calls) and the call collects until each of these
+        publishes is confirmed. With ``commit`` the session must be transactional: a round trip
         (``sync-ok``) after the last publish, then tx.commit (``commit-ok``) and another round trip,
         so a basic.return shows where it arrived. It waits at most ``window`` seconds: a confirm
         that never comes is absent from the list, not an error. ``mandatory``: the publishes ask

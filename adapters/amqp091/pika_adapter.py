@@ -357,20 +357,21 @@ class PikaSession(Session):
             if not selected:
                 raise NoReply(f"confirm.select: no confirm.select-ok within {window:.0f}s")
             self._pipelined_confirms = True
-        start = len(events)
+        start, first = len(events), self._published + 1
         for mid, body in messages:
             impl.basic_publish(exchange, queue, body, pika.BasicProperties(message_id=mid), mandatory=mandatory)
         self._published += len(messages)
         end = time.monotonic() + window
         if commit:
-            sync = lambda: impl.exchange_declare(BARRIER_EXCHANGE, passive=True,  # noqa: E731
-                                                 callback=lambda _f: events.append(PublisherEvent("sync-ok")))
+            def sync() -> None:
+                impl.exchange_declare(BARRIER_EXCHANGE, passive=True, callback=lambda _f: events.append(PublisherEvent("sync-ok")))
+
             sync()
             impl.tx_commit(callback=lambda _f: events.append(PublisherEvent("commit-ok")))
             sync()
             self._pump(lambda: sum(e.kind == "sync-ok" for e in events[start:]) >= 2, end)
         else:
-            self._pump(lambda: not _unconfirmed(events, self._published), end)
+            self._pump(lambda: not _unconfirmed(events, first, self._published), end)
         return list(events[start:])
 
     def _pump(self, done: Callable[[], bool], end: float) -> None:
@@ -392,9 +393,9 @@ class PikaSession(Session):
         return not self.connection.was_cut and self.channel.is_open
 
 
-def _unconfirmed(events: list[PublisherEvent], published: int) -> set[int]:
-    """Sequence numbers 1..published that no confirm among ``events`` covers yet."""
-    left = set(range(1, published + 1))
+def _unconfirmed(events: list[PublisherEvent], first: int, last: int) -> set[int]:
+    """Sequence numbers first..last that no confirm among ``events`` covers yet."""
+    left = set(range(first, last + 1))
     for e in events:
         if e.kind in ("ack", "nack"):
             left -= {t for t in left if t <= e.tag} if e.multiple else {e.tag}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.verdicts.examples import Example, everywhere, msgs, under_rabbit_and_baseline, verdict_tests, with_
+from tests.verdicts.examples import Example, bad, everywhere, msgs, under_rabbit_and_baseline, verdict_tests, with_
 
 
 def framing_obs(mid: str, size: int, *, confirm: str = "basic.ack", delivered: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -60,8 +60,84 @@ INFLIGHT_VIOLATIONS: list[Example] = [
     Example("TestTornMessageDiscarded", "m2-corrupt", with_(TORN, kept=[*ids("m1"), *ids("m2", intact=False), *ids("m3")])),
 ]
 
-PUBLISH_GOOD: list[Example] = [*FRAMING_GOOD, *INFLIGHT_GOOD]
-PUBLISH_VIOLATIONS: list[Example] = [*FRAMING_VIOLATIONS, *INFLIGHT_VIOLATIONS]
+
+
+# Publisher confirms, refusals and returns (conformance/cases/publish/test_confirms.py): events as the
+# client received them; a multiple=true confirm covers the sequence numbers up to it still unconfirmed.
+def ack(tag: int, multiple: bool = False) -> dict[str, Any]:
+    return {"kind": "ack", "tag": tag, "multiple": multiple}
+
+
+def nack(tag: int, multiple: bool = False) -> dict[str, Any]:
+    return {"kind": "nack", "tag": tag, "multiple": multiple}
+
+
+def ret(mid: str, code: int = 312) -> dict[str, Any]:
+    return {"kind": "return", "code": code, "id": mid}
+
+
+SYNC, COMMIT = {"kind": "sync-ok"}, {"kind": "commit-ok"}
+BURST_OBS = {"published": msgs(10), "events": [ack(1), ack(4, True), ack(10, True)], "ready": 10}
+OFFER = [f"m{i}" for i in range(1, 21)] + ["over1", "over2", "over3", "retry"]
+# RabbitMQ's classic queue: two acked, the rest nacked (multiple), the retry acked.
+REFUSED_OBS = {"published": OFFER, "over": ["over1", "over2", "over3"],
+               "events": [ack(1), ack(2, True), nack(20, True), nack(21), nack(22), nack(23), ack(24)],
+               "held": ["m1", "m2"], "retry_held": ["retry"]}
+UNROUTABLE_OBS = {"published": ["u-mandatory", "u-plain"], "mandatory": [ret("u-mandatory"), ack(1)], "plain": [ack(2)],
+                  "events": [ret("u-mandatory"), ack(1), ack(2)]}
+TX_RETURN_OBS = {"routed": [SYNC, COMMIT, SYNC], "unroutable": [SYNC, ret("t-unroutable"), COMMIT, SYNC], "held": ["t2", "t1"]}
+
+CONFIRMS_GOOD: list[Example] = [
+    *under_rabbit_and_baseline({
+        "TestEachPublishConfirmedOnce": [BURST_OBS, with_(BURST_OBS, events=[ack(2), ack(1), ack(3), ack(10, True)])],
+        "TestRefusedPublishNacked": [
+            REFUSED_OBS,
+            # a quorum queue takes the whole first burst before it tells the channel to refuse
+            with_(REFUSED_OBS, events=[ack(20, True), nack(23, True), ack(24)], held=OFFER[:20]),
+            # LavinMQ 2.9: nacks ahead of the ack of lower numbers, a later ack(multiple) passing over
+            # nacked numbers (already confirmed, so not covered again)
+            with_(REFUSED_OBS, events=[*[nack(t) for t in range(3, 24)], ack(2, True), ack(24, True)]),
+        ],
+        "TestUnroutableConfirmed": [UNROUTABLE_OBS],
+        "TestTxUnroutableReturnedOnCommit": [TX_RETURN_OBS],
+    }),
+]
+CONFIRMS_VIOLATIONS: list[Example] = [
+    bad("TestEachPublishConfirmedOnce", "5-never-confirmed",
+        with_(BURST_OBS, events=[ack(4, True), *[ack(t) for t in range(6, 11)]]), shows="no confirm for sequence number(s) 5"),
+    bad("TestEachPublishConfirmedOnce", "3-confirmed-twice", with_(BURST_OBS, events=[ack(4, True), ack(10, True), ack(3, True)]),
+        shows="confirmed twice: 3"),
+    bad("TestEachPublishConfirmedOnce", "5-acked-and-nacked", with_(BURST_OBS, events=[ack(10, True), nack(5)]),
+        shows="both acked and nacked: 5"),
+    bad("TestEachPublishConfirmedOnce", "unknown-tag", with_(BURST_OBS, events=[ack(10, True), ack(11)]), shows="never published"),
+    bad("TestEachPublishConfirmedOnce", "2-nacked", with_(BURST_OBS, events=[ack(1), nack(2), ack(10, True)]), shows="nacked [2]"),
+    bad("TestEachPublishConfirmedOnce", "confirmed-lost", with_(BURST_OBS, ready=9), shows="holds 9"),
+    bad("TestRefusedPublishNacked", "refused-under-limit", with_(REFUSED_OBS, events=[ack(1), nack(20, True), nack(23, True), ack(24)], held=["m1"]),
+        shows="nacked while the queue was under its limit"),
+    bad("TestRefusedPublishNacked", "over-acked", with_(REFUSED_OBS, events=[ack(2, True), nack(20, True), ack(23, True), ack(24)],
+                                                        held=["m1", "m2", "over1", "over2", "over3"]), shows="acked [over1, over2, over3]"),
+    bad("TestRefusedPublishNacked", "nacked-enqueued", with_(REFUSED_OBS, held=["m1", "m2", "m3"]), shows="nacked yet held [m3]"),
+    bad("TestRefusedPublishNacked", "acked-lost", with_(REFUSED_OBS, held=["m1"]), shows="held [m1]"),
+    bad("TestRefusedPublishNacked", "retry-refused", with_(REFUSED_OBS, events=[*REFUSED_OBS["events"][:-1], nack(24)], retry_held=[]),
+        shows="retry nack"),
+    bad("TestRefusedPublishNacked", "nack-then-ack-of-3", with_(REFUSED_OBS, events=[*REFUSED_OBS["events"], ack(3)]),
+        shows="both acked and nacked: 3"),
+    bad("TestUnroutableConfirmed", "ack-before-return", with_(UNROUTABLE_OBS, mandatory=[ack(1), ret("u-mandatory")]),
+        shows="[ack(1), return(u-mandatory, 312)]"),
+    bad("TestUnroutableConfirmed", "not-returned", with_(UNROUTABLE_OBS, mandatory=[ack(1)], events=[ack(1), ack(2)]), shows="[ack(1)]"),
+    bad("TestUnroutableConfirmed", "plain-nacked", with_(UNROUTABLE_OBS, plain=[nack(2)], events=[ret("u-mandatory"), ack(1), nack(2)]),
+        shows="[nack(2)]"),
+    bad("TestUnroutableConfirmed", "mandatory-never-confirmed", with_(UNROUTABLE_OBS, mandatory=[ret("u-mandatory")], events=[ret("u-mandatory"), ack(2)]),
+        shows="no confirm for sequence number(s) 1"),
+    bad("TestTxUnroutableReturnedOnCommit", "returned-before-commit", with_(TX_RETURN_OBS, unroutable=[ret("t-unroutable"), SYNC, COMMIT, SYNC]),
+        shows="returned before the commit"),
+    bad("TestTxUnroutableReturnedOnCommit", "never-returned", with_(TX_RETURN_OBS, unroutable=[SYNC, COMMIT, SYNC]), shows="[sync-ok, commit-ok, sync-ok]"),
+    bad("TestTxUnroutableReturnedOnCommit", "routed-lost", with_(TX_RETURN_OBS, held=["t1"]), shows="held [t1]"),
+    bad("TestTxUnroutableReturnedOnCommit", "no-commit-ok", with_(TX_RETURN_OBS, unroutable=[SYNC, ret("t-unroutable")]), shows="then [sync-ok"),
+]
+
+PUBLISH_GOOD: list[Example] = [*FRAMING_GOOD, *INFLIGHT_GOOD, *CONFIRMS_GOOD]
+PUBLISH_VIOLATIONS: list[Example] = [*FRAMING_VIOLATIONS, *INFLIGHT_VIOLATIONS, *CONFIRMS_VIOLATIONS]
 
 
 test_compliant_observation_passes, test_violation_fails = verdict_tests(PUBLISH_GOOD, PUBLISH_VIOLATIONS)

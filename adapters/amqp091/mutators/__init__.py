@@ -7,3 +7,4 @@ from . import cuts  # noqa: F401
 from . import limits  # noqa: F401
 from . import consumers  # noqa: F401
 from . import dead_letter  # noqa: F401
+from . import confirms  # noqa: F401

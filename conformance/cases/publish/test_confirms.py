@@ -15,11 +15,10 @@ from conformance.api import AckMode, Session
 from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.confirms import event_obs, ledger, sequence
-from conformance.kit.context.state import DELIVERY_WINDOW_S
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
-#: How long a burst waits for the broker's confirms.
-CONFIRM_WINDOW_S = DELIVERY_WINDOW_S
+#: How long a burst waits for the broker's confirms (a local broker needs well under a second).
+CONFIRM_WINDOW_S = 3.0
 BURST = 200
 #: The refusing queue: two messages, a byte limit far above them, new publishes refused when full.
 LIMIT = 2
@@ -60,7 +59,7 @@ def once_each(obs: Obs, what: str) -> Verdict:
 
 class TestEachPublishConfirmedOnce(Case):
     requirement = "CONFIRM-EACH-PUBLISH-ONCE"
-    configurations = ("priority", "message-ttl", "delivery-limit", "length-limit-reject", "length-limit-drop-head")
+    configurations = ("priority", "message-ttl", "delivery-limit", "length-limit-reject")
 
     def scenario(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
