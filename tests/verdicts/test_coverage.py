@@ -14,6 +14,7 @@ from conformance.kit.verdicts import Outcome
 from tests.verdicts.examples import BASELINE, CASES, OPEN, Example
 from tests.verdicts.test_ack import ACK_GOOD, ACK_VIOLATIONS
 from tests.verdicts.test_consumers import CONSUMERS_GOOD, CONSUMERS_VIOLATIONS
+from tests.verdicts.test_cuts import CUTS_GOOD, CUTS_VIOLATIONS
 from tests.verdicts.test_dlx import DLX_GOOD, DLX_VIOLATIONS, LAST_ABSENT, LAST_PRESENT
 from tests.verdicts.test_failover import FAILOVER_GOOD, FAILOVER_VIOLATIONS
 from tests.verdicts.test_limit import DEFAULT_NONE, LIMIT_GOOD, LIMIT_VIOLATIONS, looped, max_deliveries
@@ -31,14 +32,14 @@ TABLES: dict[str, dict[str, list[Example]]] = {
         "test_ack.py": ACK_GOOD, "test_nack.py": NACK_GOOD, "test_limit.py": LIMIT_GOOD, "test_dlx.py": DLX_GOOD,
         "test_prefetch.py": PREFETCH_GOOD, "test_persist.py": PERSIST_GOOD, "test_publish.py": PUBLISH_GOOD,
         "test_tx.py": TX_GOOD, "test_link.py": LINK_GOOD, "test_failover.py": FAILOVER_GOOD, "test_spec_rules.py": SPEC_GOOD,
-        "test_consumers.py": CONSUMERS_GOOD,
+        "test_consumers.py": CONSUMERS_GOOD, "test_cuts.py": CUTS_GOOD,
     },
     "violations": {
         "test_ack.py": ACK_VIOLATIONS, "test_nack.py": NACK_VIOLATIONS, "test_limit.py": LIMIT_VIOLATIONS,
         "test_dlx.py": DLX_VIOLATIONS, "test_prefetch.py": PREFETCH_VIOLATIONS, "test_persist.py": PERSIST_VIOLATIONS,
         "test_publish.py": PUBLISH_VIOLATIONS, "test_tx.py": TX_VIOLATIONS, "test_link.py": [e for e, _ in LINK_VIOLATIONS],
         "test_failover.py": FAILOVER_VIOLATIONS, "test_spec_rules.py": SPEC_VIOLATIONS,
-        "test_consumers.py": CONSUMERS_VIOLATIONS,
+        "test_consumers.py": CONSUMERS_VIOLATIONS, "test_cuts.py": CUTS_VIOLATIONS,
     },
 }
 GOOD: list[Example] = [e for table in TABLES["compliant"].values() for e in table]

@@ -1,0 +1,106 @@
+"""Verdicts of the connection-cut cases (conformance/cases/ack/test_cuts.py: cuts at each frame of a
+delivery and around basic.ack, a consumer leaving mid-body) and of the store-edge persistence cases
+(conformance/cases/persist/test_store_edges.py), on synthetic observations held to the contract of
+tests/verdicts/examples.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.kit.verdicts import Outcome
+from tests.verdicts.examples import RABBIT, Example, again, bad, everywhere, first, judged, verdict_tests
+
+UNREACHABLE = "ConnectionLost: connection lost: ConnectionRefusedError(111, 'Connection refused')"
+
+
+def delivery(variant: str, returned: list[dict[str, Any]], intact: list[bool] | None = None, unreachable: str | None = None) -> dict[str, Any]:
+    return {"variant": variant, "published": ["m1"], "hit": "conn#1 server frame #9 content-body on channel 1", "received": [],
+            "returned": returned, "intact": intact if intact is not None else [True] * len(returned), "unreachable": unreachable}
+
+
+def ack(variant: str, returned: list[dict[str, Any]], unreachable: str | None = None) -> dict[str, Any]:
+    acked = ["m1", "m2"] if "multiple" in variant else ["m2"]
+    return {"variant": variant, "published": ["m1", "m2", "m3"], "hit": "conn#1 client frame #12 basic.ack on channel 1",
+            "held": first("m1", "m2", "m3"), "acked": acked, "returned": returned, "intact": [True] * len(returned), "unreachable": unreachable}
+
+
+def mid_body(variant: str, returned: list[dict[str, Any]], error: str | None = None, unreachable: str | None = None) -> dict[str, Any]:
+    return {"variant": variant, "published": ["m1", "m2"], "hit": "conn#1 server frame #9 content-body on channel 1",
+            "answer": {"ok": error is None, "error": error}, "returned": returned, "intact": [True] * len(returned), "unreachable": unreachable}
+
+
+BACK = [*again("m1"), *first("m2", start=2)]
+LOST_CONN = "ConnectionLost: connection lost: StreamLostError: ('Transport indicated EOF',)"
+
+
+def declared(drained: list[str], unavailable: str | None = None) -> dict[str, Any]:
+    return {"variant": "kill", "ids": ["after-kill-1"], "drained": [{"id": m, "persistent": True} for m in drained], "unavailable": unavailable}
+
+
+SEGMENT_IDS = [f"segment-{i}" for i in range(1, 6)]
+
+
+def segments(drained: list[dict[str, Any]], unavailable: str | None = None) -> dict[str, Any]:
+    return {"variant": "restart", "ids": SEGMENT_IDS, "drained": drained, "unavailable": unavailable}
+
+
+def stored(*mids: str, persistent: bool = True, intact: bool = True) -> list[dict[str, Any]]:
+    return [{"id": m, "persistent": persistent, "intact": intact} for m in mids]
+
+
+GONE_404 = ("OperationTimeout: the broker answered 404 NOT_FOUND - no queue 'q' in vhost '/' before and after its own queue "
+            "listing had no q (neither running nor durable to recover): the queue is gone")
+
+CUTS_GOOD: list[Example] = [
+    *(e for v in ("after-deliver-method", "after-content-header", "inside-body", "after-last-body-frame")
+      for e in everywhere("TestCutInsideDelivery", v, delivery(v, again("m1")))),
+    *everywhere("TestCutAroundAck", "withheld", ack("ack-withheld", again("m1", "m2", "m3"))),
+    *everywhere("TestCutAroundAck", "delivered-took-effect", ack("ack-delivered", again("m1", "m3"))),
+    *everywhere("TestCutAroundAck", "delivered-lost-in-flight", ack("ack-delivered", again("m1", "m2", "m3"))),
+    *everywhere("TestCutAroundAck", "multiple-took-effect", ack("ack-multiple-delivered", again("m3"))),
+    *everywhere("TestCutAroundAck", "multiple-lost-in-flight", ack("ack-multiple-delivered", again("m1", "m2", "m3"))),
+    *everywhere("TestCancelMidBody", "cancel", mid_body("cancel", BACK)),
+    *everywhere("TestCancelMidBody", "channel-close", mid_body("channel-close", BACK)),
+    *everywhere("TestDeclaredQueueSurvivesKill", "kept", declared(["after-kill-1"])),
+    *everywhere("TestConfirmedAcrossSegments", "kept", segments(stored(*SEGMENT_IDS))),
+]
+
+CUTS_VIOLATIONS: list[Example] = [
+    # ACK-CUT-INSIDE-DELIVERY
+    bad("TestCutInsideDelivery", "lost-inside-body", delivery("inside-body", []), shows="missing [m1]"),
+    bad("TestCutInsideDelivery", "unmarked-after-header", delivery("after-content-header", first("m1")), "quorum", shows="wrong flag"),
+    bad("TestCutInsideDelivery", "twice-after-last-frame", delivery("after-last-body-frame", again("m1", "m1")), shows="duplicated [m1]"),
+    bad("TestCutInsideDelivery", "torn-body", delivery("inside-body", again("m1"), intact=[False]), shows="bodies differ: [m1]"),
+    bad("TestCutInsideDelivery", "broker-gone", delivery("after-deliver-method", [], unreachable=UNREACHABLE), shows="could not be drained"),
+    # ACK-CUT-AROUND-ACK
+    bad("TestCutAroundAck", "withheld-ack-took-effect", ack("ack-withheld", again("m1", "m3")), shows="lost: [m2]"),
+    bad("TestCutAroundAck", "unacked-lost", ack("ack-delivered", again("m1", "m2")), "quorum", shows="lost: [m3]"),
+    bad("TestCutAroundAck", "multiple-loses-the-uncovered", ack("ack-multiple-delivered", []), shows="lost: [m3]"),
+    bad("TestCutAroundAck", "acked-twice", ack("ack-delivered", again("m1", "m2", "m2", "m3")), shows="twice: [m2]"),
+    bad("TestCutAroundAck", "unmarked", ack("ack-withheld", first("m1", "m2", "m3")), shows="wrong flag"),
+    bad("TestCutAroundAck", "broker-gone", ack("ack-delivered", [], unreachable=UNREACHABLE), shows="could not be drained"),
+    # ACK-CANCEL-MID-BODY (LavinMQ 1.3.1 closed the connection instead of answering basic.cancel)
+    bad("TestCancelMidBody", "connection-dropped", mid_body("cancel", BACK, error=LOST_CONN), shows="no answer: ConnectionLost"),
+    bad("TestCancelMidBody", "message-lost", mid_body("channel-close", first("m2")), shows="missing [m1]"),
+    bad("TestCancelMidBody", "unmarked", mid_body("cancel", first("m1", "m2")), shows="wrong flag"),
+    bad("TestCancelMidBody", "broker-crashed", mid_body("cancel", [], error=LOST_CONN, unreachable=UNREACHABLE), shows="no answer"),
+    # PERSIST-DECLARED-QUEUE-SURVIVES-KILL (LavinMQ before 1.3.0: the empty message file stops the queue loading)
+    bad("TestDeclaredQueueSurvivesKill", "queue-gone", declared([], GONE_404), shows="could not be consumed after the kill -9"),
+    bad("TestDeclaredQueueSurvivesKill", "publish-lost", declared([]), shows="= []"),
+    # PERSIST-CONFIRMED-ACROSS-SEGMENTS (LavinMQ issue #669: the queue closed at a segment's end after a restart)
+    bad("TestConfirmedAcrossSegments", "second-segment-lost", segments(stored(*SEGMENT_IDS[:2])), shows="= [segment-1, segment-2]"),
+    bad("TestConfirmedAcrossSegments", "queue-closed", segments([], "ChannelClosed: 541 INTERNAL_ERROR"), shows="could not be consumed"),
+    bad("TestConfirmedAcrossSegments", "flag-lost", segments([*stored(*SEGMENT_IDS[:4]), *stored("segment-5", persistent=False)]),
+        shows="not persistent: [segment-5]"),
+    bad("TestConfirmedAcrossSegments", "torn", segments([*stored(*SEGMENT_IDS[:4]), *stored("segment-5", intact=False)]), shows="bodies differ"),
+]
+
+test_compliant_observation_passes, test_violation_fails = verdict_tests(CUTS_GOOD, CUTS_VIOLATIONS)
+
+
+def test_declared_queue_lost_to_a_kill_is_rabbitmqs_documented_mnesia_window_only() -> None:
+    v = judged("TestDeclaredQueueSurvivesKill", declared([], GONE_404), RABBIT)
+    assert v.outcome is Outcome.DEVIATION and "erlang/otp" in v.citation
+    lost = judged("TestDeclaredQueueSurvivesKill", declared([]), RABBIT)
+    assert lost.outcome is Outcome.FAIL, "a publish lost on a queue that answered is not the declaration window"
