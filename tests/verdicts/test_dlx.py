@@ -239,6 +239,9 @@ TOPOLOGY_VIOLATIONS: list[Example] = [
         shows="reason: expired"),
     bad("TestTargetLimit", "reject-publish-unlimited", target_limit("reject-publish", ["m1", "m2", "m3"], ["m1", "m2", "m3"]),
         shows="dlq: [m1, m2, m3]"),
+    # the same on a quorum queue under RabbitMQ 3.10's profile is the documented known defect (#8495)
+    bad("TestTargetLimit", "reject-publish-unlimited-quorum", target_limit("reject-publish", ["m1", "m2", "m3"], ["m1", "m2", "m3"]), QQ,
+        shows="dlq: [m1, m2, m3]"),
     bad("TestTargetLimit", "reject-publish-connection-closed",
         target_limit("reject-publish", ["m1", "m2"], ["m1", "m2"], error="basic.reject(requeue=false) of m3: channel closed with 541 INTERNAL_ERROR"),
         shows="of m3: channel closed with 541"),
@@ -251,3 +254,15 @@ DLX_VIOLATIONS += TOPOLOGY_VIOLATIONS
 
 
 test_compliant_observation_passes, test_violation_fails = verdict_tests(DLX_GOOD, DLX_VIOLATIONS)
+
+
+def test_a_quorum_dead_letter_queue_over_its_limit_is_the_known_defect_on_3_10() -> None:
+    """rabbitmq-server#8495 (open): the rabbitmq-3.10 profile turns exactly that observation into a
+    deviation, and only on quorum queues."""
+    from tests.verdicts.examples import judged
+
+    over = target_limit("reject-publish", ["m1", "m2", "m3"], ["m1", "m2", "m3"])
+    assert judged("TestTargetLimit", over, RABBIT, QQ).outcome.value == "deviation"
+    assert judged("TestTargetLimit", over, RABBIT, "classic").outcome.value == "fail"
+    returned = target_limit("reject-publish", ["m1", "m2"], ["m1", "m2", "m3"], ["m3"])
+    assert judged("TestTargetLimit", returned, RABBIT, QQ).outcome.value == "fail"

@@ -10,6 +10,7 @@ message count; never a bare sleep.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
@@ -394,9 +395,11 @@ class TestTargetLimit(Case):
             return holds(False, expected="each basic.reject(requeue=false) accepted, whatever the dead-letter queue does with the copy",
                          observed=f"{obs['error']}; then {fmt(got)}", key="channel-closed")
         if obs["variant"] == "reject-publish":
-            return same({"dlq": ["m1", "m2"], "side": ["m1", "m2", "m3"], "source": []}, got,
-                        what="after rejecting m1..m3 into a dead-letter queue of x-max-length 2 (reject-publish) beside an unlimited"
-                             " witness (m3 refused there and dropped, not returned)")
+            v = same({"dlq": ["m1", "m2"], "side": ["m1", "m2", "m3"], "source": []}, got,
+                     what="after rejecting m1..m3 into a dead-letter queue of x-max-length 2 (reject-publish) beside an unlimited"
+                          " witness (m3 refused there and dropped, not returned)")
+            # a dead-letter queue that took m3 past its limit: the key a profile may document
+            return replace(v, key="dead-letter-limit-ignored") if got["dlq"] == ["m1", "m2", "m3"] else v
         held = same({"dlq": ["m2", "m3"], "side": ["m1"], "source": []}, got,
                     what="after rejecting m1..m3 into a dead-letter queue of x-max-length 2 (drop-head) that dead-letters into dlq2")
         if not obs["side_held"]:
