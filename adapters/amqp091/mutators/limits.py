@@ -60,7 +60,7 @@ class Tracker(DeliveryOperator):
         self.outstanding: dict[int, set[int]] = {}
         self.tx_settled: dict[int, set[int]] = {}
         self.transacted: set[int] = set()
-        self.closing = False
+        self.shutting = False
         self.closing_channels: dict[Sender, set[int]] = {C: set(), S: set()}
 
     # -- failing like a broker ----------------------------------------------------------------
@@ -68,7 +68,7 @@ class Tracker(DeliveryOperator):
     def close_connection(self, frame: Frame, code: int, text: str) -> list[bytes]:
         """Answer ``frame`` with connection.close ``code``; the broker gets a clean close in its place."""
         cls, method = IDS.get(frame.name, (0, 0))
-        self.closing = True
+        self.shutting = True
         self.io.to_client([encode(commands.Connection.Close(code, text, cls, method), 0)])
         return [encode(commands.Connection.Close(200, "closed by mutation", 0, 0), 0)]
 
@@ -85,7 +85,7 @@ class Tracker(DeliveryOperator):
     # -- the relay ----------------------------------------------------------------------------
 
     def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
-        if self.closing:
+        if self.shutting:
             return []  # the connection is going: nothing more either way but the closing handshake, swallowed
         ch = frame.channel
         if ch in self.closing_channels[sender]:
@@ -188,38 +188,40 @@ class TxAckAllCrashes(Tracker):
 
 # -- concurrent commits (QPID-8309) ---------------------------------------------------------------
 
-@operator("concurrent-commit-fails", P, "answers a tx.commit sent while another connection's tx.commit awaits its commit-ok (or within 50 ms of it) with connection.close 541 (the later of two concurrent commits fails)")
+@operator("concurrent-commit-fails", P, "answers a tx.commit sent while another connection's tx.commit awaits its commit-ok with connection.close 541 (the later of two concurrent commits fails)")
 class ConcurrentCommitFails(Tracker):
     """Qpid Broker-J before 7.1.3 failed one of two transactions committed at the same time with
     "Cannot commit transaction with state 'DISCHARGING'" (QPID-8309); the client's commit gets no
-    commit-ok, its connection is closed with an internal error."""
+    commit-ok, its connection is closed with an internal error. Only commits in flight together
+    race: a commit is in flight from the moment it reaches the proxy until the broker answers it
+    (commit-ok, or a channel or connection close), or its connection goes."""
 
-    WINDOW_S = 0.05
-    #: A commit unanswered for this long is not racing anything (its connection was cut, say).
-    STALE_S = 2.0
+    #: A commit unanswered for this long is not racing anything.
+    STALE_S = 1.0
+
+    def in_flight(self) -> dict[tuple[int, int], float]:
+        return shared(self).setdefault("commits", {})
 
     def client_frame(self, frame: Frame) -> list[bytes] | None:
-        if frame.name != "tx.commit":
+        if frame.name != "tx.commit" or frame.channel not in self.transacted:
             return None
-        commits: dict[tuple[int, int], tuple[float, bool]] = shared(self).setdefault("commits", {})
-        now = time.monotonic()
-        racing = [k for k, (t, answered) in commits.items()
-                  if k[0] != id(self) and now - t < (self.WINDOW_S if answered else self.STALE_S)]
+        commits, now = self.in_flight(), time.monotonic()
+        racing = [k for k, t in commits.items() if k[0] != id(self) and now - t < self.STALE_S]
         if not racing:
-            commits[(id(self), frame.channel)] = (now, False)  # in flight until its commit-ok
+            commits[(id(self), frame.channel)] = now
             return None
-        self.applied(f"tx.commit on channel {frame.channel} raced {len(racing)} other commit(s): answered with connection.close 541")
+        self.applied(f"tx.commit on channel {frame.channel} sent while {len(racing)} other commit(s) awaited commit-ok: answered with connection.close 541")
         return self.close_connection(frame, 541, "INTERNAL_ERROR - Cannot commit transaction with state 'DISCHARGING'")
 
     def other_server_frame(self, frame: Frame) -> list[bytes] | None:
-        if frame.name == "tx.commit-ok":
-            commits = shared(self).setdefault("commits", {})
-            if (id(self), frame.channel) in commits:
-                commits[(id(self), frame.channel)] = (time.monotonic(), True)  # answered: racing for one window more
+        if frame.name in ("tx.commit-ok", "channel.close"):
+            self.in_flight().pop((id(self), frame.channel), None)
+        elif frame.name == "connection.close":
+            self.closing(S)
         return None
 
     def closing(self, sender: Sender) -> list[bytes]:
-        commits = shared(self).setdefault("commits", {})
+        commits = self.in_flight()
         for k in [k for k in commits if k[0] == id(self)]:
             del commits[k]
         return []
