@@ -128,6 +128,8 @@ class _Loop(Handler):
         self.conn_error: Condition | None = None
         self.links: dict[str, Any] = {}
         self.sessions: dict[int, "ProtonSession"] = {}
+        #: The max-frame-size this end announces (0: proton's default, no limit).
+        self.max_frame = 0
 
     def wait(self, cond: Callable[[], bool], what: str, timeout: float | None = None) -> None:
         limit = self.op_timeout if timeout is None else timeout
@@ -168,6 +170,10 @@ class _Loop(Handler):
             if s._ssn == event.session:
                 s._error = event.session.remote_condition
                 s._remote_closed = True
+
+    def on_connection_bound(self, event: Any) -> None:
+        if self.max_frame:
+            event.transport.max_frame_size = self.max_frame
 
     def on_connection_remote_close(self, event: Any) -> None:
         self.conn_error = event.connection.remote_condition
@@ -351,7 +357,7 @@ class ProtonConsumer(Consumer, _Link):
 class ProtonSession(Session):
     _ids = itertools.count(1)
 
-    def __init__(self, connection: "ProtonConnection") -> None:
+    def __init__(self, connection: "ProtonConnection", incoming_window: int | None = None) -> None:
         self._conn = connection
         self._loop = connection._loop
         self._id = next(self._ids)
@@ -359,6 +365,13 @@ class ProtonSession(Session):
         self._error: Condition | None = None
         self._remote_closed = False
         self._loop.sessions[self._id] = self
+        if incoming_window is not None:
+            # Proton derives the session's incoming-window (transport 2.5.6) from a capacity in bytes
+            # and the connection's own max-frame-size, so the window is counted in whole frames.
+            frame = connection._loop.conn.transport.max_frame_size if connection._loop.conn.transport else 0
+            if not frame:
+                raise Unsupported("a session incoming-window needs the connection's max-frame-size (URL option max-frame-size=N)")
+            self._ssn.incoming_capacity = incoming_window * frame
         self._ssn.open()
         self._loop.wait(lambda: bool(self._ssn.state & Endpoint.REMOTE_ACTIVE) or self._remote_closed, "session begin")
         self._check()
@@ -776,6 +789,9 @@ class ProtonConnection(Connection):
         self._op_timeout = op_timeout
         vhost = unquote(parts.path[1:]) if len(parts.path) > 1 else "/"
         kwargs: dict[str, Any] = {"allowed_mechs": "PLAIN" if parts.username else "ANONYMOUS", "reconnect": False}
+        frame = parse_qs(parts.query).get("max-frame-size")
+        if frame:
+            self._loop.max_frame = int(frame[0])
         if parts.username:
             kwargs.update(user=unquote(parts.username), password=unquote(parts.password or ""))
         if vhost != "/":
@@ -813,10 +829,12 @@ class ProtonConnection(Connection):
             self._admin = admin_for(self.server.product, url, op_timeout=self._op_timeout, adapter=ProtonAdapter)
         return self._admin
 
-    def session(self) -> Session:
+    def session(self, *, incoming_window: int | None = None) -> Session:
+        """A new session; ``incoming_window`` (in frames) limits the transfers the broker may send ahead
+        of the session's flow, on a connection opened with the URL option max-frame-size=N."""
         if self._loop.lost is not None:
             raise ConnectionLost(self._loop.lost)
-        return ProtonSession(self)
+        return ProtonSession(self, incoming_window)
 
     def close(self) -> None:
         loop = self._loop

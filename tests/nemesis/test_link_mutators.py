@@ -70,3 +70,15 @@ def test_detach_unanswered_keeps_the_detach_and_the_links_later_frames() -> None
     assert names(to_server) == [("attach", 0), ("attach", 0)]  # the detach never reaches the broker
     assert names(to_client) == [("begin", 4), ("attach", 4), ("attach", 4)]
     assert m.rewritten == 2
+
+
+def test_session_window_frozen_keeps_the_first_edge_of_a_small_window_only() -> None:
+    small = perf10(BEGIN, [None, uint(0), uint(2), uint(100)], 1)
+    large = perf10(BEGIN, [None, uint(0), uint(2147483647), uint(100)], 2)
+    answer_small = perf10(BEGIN, [uint(1), uint(10), uint(100), uint(100)], 5)
+    answer_large = perf10(BEGIN, [uint(2), uint(0), uint(100), uint(100)], 6)
+    reopen = perf10(FLOW, [uint(12), uint(2), uint(0), uint(100), uint(0), uint(0), uint(10)], 1)
+    other = perf10(FLOW, [uint(12), uint(2147483647), uint(0), uint(100), uint(0), uint(0), uint(10)], 2)
+    to_server, _, _, m = run("session-window-frozen", [(C, small), (C, large), (S, answer_small), (S, answer_large), (C, reopen), (C, other)])
+    assert int(fields10(to_server[2])[1]) == 0  # edge 10 + 2 = 12 reached: the window stays shut
+    assert int(fields10(to_server[3])[1]) == 2147483647 and m.rewritten == 1

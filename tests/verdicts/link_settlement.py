@@ -31,6 +31,8 @@ SETTLED = with_(MODES, asked={"snd-settle-mode": "settled", "rcv-settle-mode": "
                 got=[dl("m1", presettled=True)], settlement="settled by the broker at send")
 CREDIT = {"published": ["m1", "m2", "m3", "m4", "m5"], "credit": 2, "got": [dl("m1", 1), dl("m2", 2)], "detach": "answered",
           "after": [dl("m3", 1), dl("m4", 2), dl("m5", 3)]}
+WINDOW = {"published": ["m1", "m2", "m3", "m4", "m5", "m6"], "window": 2, "credit": 10,
+          "got": [dl(f"m{i}", i) for i in range(1, 7)], "detach": "answered", "after": []}
 DETACH = {"published": ["m1", "m2", "m3"], "held": [dl("m1", 1), dl("m2", 2), dl("m3", 3)], "detach": "answered", "session": "usable",
           "after": [dl("m2", 4, fa=False), dl("m3", 5, fa=False)], "left": []}
 
@@ -43,6 +45,7 @@ GOOD: list[Example] = [
     ex("TestSettleModes", "settled-first", SETTLED),
     ex("TestSettleModes", "mixed-granted-unsettled", with_(MODES, asked={"snd-settle-mode": "mixed", "rcv-settle-mode": "first"})),
     ex("TestCreditRespected", "two-for-two", CREDIT),
+    ex("TestSessionWindowDelivers", "all-through-a-small-window", WINDOW),
     ex("TestDetachReleases", "released-to-the-same-session", DETACH),
     ex("TestDetachReleases", "released-to-a-later-receiver", with_(DETACH, after=[], left=[dl("m2", 1, fa=False), dl("m3", 2, fa=False)])),
 ]
@@ -66,6 +69,9 @@ VIOLATIONS: list[tuple[Example, str]] = [
     (ex("TestCreditRespected", "credit-unused", with_(CREDIT, got=CREDIT["got"][:1], after=[dl("m2", 1), dl("m3", 2), dl("m4", 3), dl("m5", 4)])),
      "1 transfers"),
     (ex("TestCreditRespected", "lost-beyond", with_(CREDIT, after=[dl("m3", 1)])), "missing [m4, m5]"),
+    (ex("TestSessionWindowDelivers", "frozen-at-the-window", with_(WINDOW, got=WINDOW["got"][:2], after=WINDOW["got"][2:])), "2 arrived"),
+    (ex("TestSessionWindowDelivers", "lost-after-the-window", with_(WINDOW, got=WINDOW["got"][:2], after=[])), "2 arrived"),
+    (ex("TestSessionWindowDelivers", "duplicated", with_(WINDOW, after=[dl("m6", 1, fa=False)])), "duplicated [m6]"),
     (ex("TestDetachReleases", "unanswered", with_(DETACH, detach="no detach answer within 3s", session="not tried", after=[],
                                                   left=[dl("m2", 1, fa=False), dl("m3", 2, fa=False)])), "no detach answer"),
     (ex("TestDetachReleases", "kept-acquired", with_(DETACH, after=[], left=[])), "none of m2, m3 came"),

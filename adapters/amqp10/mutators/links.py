@@ -200,3 +200,36 @@ class DetachUnanswered(_Sessions):
         self.gone.add((theirs, self.handles[key]))
         self.applied(f"detach of handle {fields[0]} kept from the broker, never answered")
         return []
+
+
+@operator("session-window-frozen", P, "keeps the right edge of a receiver's session window where its begin put it: the client's flows that reopen the incoming-window reach the broker as if nothing had been taken, so the broker stops at the first window")
+class SessionWindowFrozen(_Sessions):
+    #: Sessions opened with a window at least this large are left alone (proton's default is 2^31-1).
+    SMALL = 1 << 16
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.window: dict[int, int] = {}  # client channel -> incoming-window of its begin
+        self.edge: dict[int, int] = {}  # client channel -> the broker's first next-outgoing-id + that window
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from proton import uint
+
+        self.seen(sender, f)
+        if f.name != "begin" and f.name != "flow":
+            return None
+        _, fields, _ = split(f.raw)
+        if f.name == "begin":
+            if sender is C and _field(fields, 2) is not None and int(fields[2]) < self.SMALL:
+                self.window[f.channel] = int(fields[2])
+            elif sender is S and _field(fields, 0) is not None and int(fields[0]) in self.window:
+                self.edge[int(fields[0])] = int(fields[1]) + self.window[int(fields[0])]
+            return None
+        if sender is not C or f.channel not in self.edge or _field(fields, NEXT_INCOMING_ID) is None:
+            return None
+        frozen = max(0, self.edge[f.channel] - int(fields[NEXT_INCOMING_ID]))
+        if frozen >= int(fields[INCOMING_WINDOW]):
+            return None
+        self.applied(f"flow on channel {f.channel}: incoming-window {fields[INCOMING_WINDOW]} -> {frozen} (next-incoming-id {fields[NEXT_INCOMING_ID]})")
+        fields[INCOMING_WINDOW] = uint(frozen)
+        return [rebuild(f, FLOW, fields)]

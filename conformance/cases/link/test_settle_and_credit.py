@@ -141,3 +141,33 @@ class TestDetachReleases(Case):
             returned_exactly(obs["after"] + obs["left"], unsettled,
                              what=f"after the detach, the unsettled {', '.join(unsettled)} (not the accepted {', '.join(accepted)})"),
         )
+
+
+class TestSessionWindowDelivers(Case):
+    requirement = "LINK-SESSION-WINDOW-DELIVERS"
+    WINDOW, CREDIT, QUEUED = 2, 10, 6
+    #: Small enough that the window counts frames of this size; every message here fits in one.
+    FRAME = 4096
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, self.QUEUED)
+        url = ctx.url + ("&" if "?" in ctx.url else "?") + f"max-frame-size={self.FRAME}"
+        session = ctx.connect("receiver", url=url).session(incoming_window=self.WINDOW)
+        receiver = session.receiver(q, credit=self.CREDIT)
+        receiver.received(self.QUEUED, WAIT_S)
+        got = list(receiver.buffer)
+        receiver.buffer.clear()
+        for d in got:
+            session.ack(d.tag)
+        detach = receiver.detach(PROMPT_S)
+        return {"published": published, "window": self.WINDOW, "credit": self.CREDIT, "got": [delivery_obs(d) for d in got],
+                "detach": detach, "after": [delivery_obs(d) for d in ctx.drain(q)]}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        n, want = len(obs["got"]), len(obs["published"])
+        return first_failure(
+            holds(n == want, expected=f"all {want} queued messages through a session window of {obs['window']} frames with {obs['credit']} credit",
+                  observed=f"{n} arrived within {WAIT_S:g}s", key=None if n == want else "transfers-stalled-at-window"),
+            returned_exactly(obs["got"] + obs["after"], obs["published"], what="the link's and a later receiver's together"),
+        )
