@@ -86,6 +86,16 @@ REFUSED_OBS = {"published": OFFER, "over": ["over1", "over2", "over3"],
 UNROUTABLE_OBS = {"published": ["u-mandatory", "u-plain"], "mandatory": [ret("u-mandatory"), ack(1)], "plain": [ack(2)],
                   "events": [ret("u-mandatory"), ack(1), ack(2)]}
 TX_RETURN_OBS = {"routed": [SYNC, COMMIT, SYNC], "unroutable": [SYNC, ret("t-unroutable"), COMMIT, SYNC], "held": ["t2", "t1"]}
+A_IDS, B_IDS = ["a1", "a2", "a3", "a4"], ["b1", "b2", "b3", "b4"]
+# RabbitMQ's classic queue: each commit fails with 406 (the first two of the first transaction kept).
+TX_REFUSED_OBS = {"rounds": [{"ids": A_IDS, "events": [], "closed": "406 PRECONDITION_FAILED - partial tx completion"},
+                             {"ids": B_IDS, "events": [], "closed": "406 PRECONDITION_FAILED - partial tx completion"}],
+                  "held": ["a1", "a2"]}
+COMMITTED = [SYNC, COMMIT, SYNC]
+# LavinMQ: commit-ok, the refused ones returned on commit.
+TX_RETURNED_OBS = {"rounds": [{"ids": A_IDS, "events": [SYNC, ret("a3"), ret("a4"), COMMIT, SYNC], "closed": None},
+                              {"ids": B_IDS, "events": [SYNC, *[ret(m) for m in B_IDS], COMMIT, SYNC], "closed": None}],
+                   "held": ["a1", "a2"]}
 
 CONFIRMS_GOOD: list[Example] = [
     *under_rabbit_and_baseline({
@@ -100,6 +110,11 @@ CONFIRMS_GOOD: list[Example] = [
         ],
         "TestUnroutableConfirmed": [UNROUTABLE_OBS],
         "TestTxUnroutableReturnedOnCommit": [TX_RETURN_OBS],
+        "TestTxRefusedNotSilent": [
+            TX_REFUSED_OBS, TX_RETURNED_OBS,
+            # a quorum queue taking the whole first transaction, then failing the second commit
+            with_(TX_REFUSED_OBS, rounds=[{"ids": A_IDS, "events": COMMITTED, "closed": None}, TX_REFUSED_OBS["rounds"][1]], held=A_IDS),
+        ],
     }),
 ]
 CONFIRMS_VIOLATIONS: list[Example] = [
@@ -133,6 +148,17 @@ CONFIRMS_VIOLATIONS: list[Example] = [
         shows="returned before the commit"),
     bad("TestTxUnroutableReturnedOnCommit", "never-returned", with_(TX_RETURN_OBS, unroutable=[SYNC, COMMIT, SYNC]), shows="[sync-ok, commit-ok, sync-ok]"),
     bad("TestTxUnroutableReturnedOnCommit", "routed-lost", with_(TX_RETURN_OBS, held=["t1"]), shows="held [t1]"),
+    bad("TestTxRefusedNotSilent", "dropped-under-commit-ok",
+        with_(TX_REFUSED_OBS, rounds=[{"ids": A_IDS, "events": COMMITTED, "closed": None}, {"ids": B_IDS, "events": COMMITTED, "closed": None}],
+              held=A_IDS), shows="neither queued nor returned: [b1, b2, b3, b4]"),
+    bad("TestTxRefusedNotSilent", "one-refused-unreturned",
+        with_(TX_RETURNED_OBS, rounds=[{"ids": A_IDS, "events": [SYNC, ret("a4"), COMMIT, SYNC], "closed": None}, TX_RETURNED_OBS["rounds"][1]]),
+        shows="neither queued nor returned: [a3]"),
+    bad("TestTxRefusedNotSilent", "one-dropped-from-a-kept-transaction",
+        with_(TX_REFUSED_OBS, rounds=[{"ids": A_IDS, "events": COMMITTED, "closed": None}, TX_REFUSED_OBS["rounds"][1]], held=["a1", "a3", "a4"]),
+        qt="quorum", shows="neither queued nor returned: [a2]"),
+    bad("TestTxRefusedNotSilent", "no-answer-to-commit", with_(TX_RETURNED_OBS, rounds=[{"ids": A_IDS, "events": [SYNC], "closed": None}]),
+        shows="no tx.commit-ok"),
     bad("TestTxUnroutableReturnedOnCommit", "no-commit-ok", with_(TX_RETURN_OBS, unroutable=[SYNC, ret("t-unroutable")]), shows="then [sync-ok"),
 ]
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from conformance.api import AckMode, Session
 from conformance.catalogue.profiles import Profile
+from conformance.errors import ChannelClosed
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.confirms import event_obs, ledger, sequence
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
@@ -186,3 +187,45 @@ class TestTxUnroutableReturnedOnCommit(Case):
                   expected="the two routed messages committed to the queue, none returned",
                   observed=f"the broker sent {sequence(obs['routed'])}; the queue held {fmt(obs['held'])}", key="routed-lost"),
         )
+
+
+def tx_round(session: Session, queue: str, ids: list[str]) -> Obs:
+    """One transaction of mandatory publishes and its commit: what came back, or the channel exception."""
+    try:
+        return {"ids": ids, "events": burst(session, queue, ids, mandatory=True, commit=True), "closed": None}
+    except ChannelClosed as exc:
+        return {"ids": ids, "events": [], "closed": f"{exc.code} {exc.text}"}
+
+
+class TestTxRefusedNotSilent(Case):
+    requirement = "PUBLISH-TX-REFUSED-NOT-SILENT"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue(REFUSING)
+        rounds = []
+        session = None
+        for prefix in ("a", "b"):  # the second transaction finds the queue full (a quorum queue: over full)
+            if session is None or not session.is_open:
+                session = ctx.session(f"publisher-{prefix}")
+                session.select_tx()
+            rounds.append(tx_round(session, q, [f"{prefix}{i}" for i in range(1, 2 * LIMIT + 1)]))
+        return {"rounds": rounds, "held": emptied(ctx.session("getter"), q)}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        held = set(obs["held"])
+        checks = []
+        for r in obs["rounds"]:
+            returned = {e.get("id") for e in r["events"] if e["kind"] == "return"}
+            committed = any(e["kind"] == "commit-ok" for e in r["events"])
+            silent = [m for m in r["ids"] if m not in held and m not in returned] if committed else []
+            what = (f"tx.commit of {fmt(r['ids'])} to a queue limited to {LIMIT} (reject-publish): "
+                    + (f"channel closed {r['closed']}" if r["closed"] else f"the broker sent {sequence(r['events'])}"))
+            checks.append(holds(
+                bool(r["closed"]) or (committed and not silent),
+                expected="a refused publish of a transaction is not lost silently: the commit fails with a channel "
+                         "exception, or after tx.commit-ok each message is in the queue or came back with basic.return",
+                observed=f"{what}; neither queued nor returned: {fmt(silent)}" if silent else f"{what}; no tx.commit-ok",
+                # the whole transaction lost (a full queue's refusals ignored by the commit) or only part of it
+                key=("dropped-under-commit-ok" if len(silent) == len(r["ids"]) else "partly-dropped-under-commit-ok")
+                if silent else "no-commit-ok"))
+        return first_failure(*checks)
