@@ -41,7 +41,7 @@ def delivered(to_client: list[bytes]) -> list[Any]:
 
 def test_consumer_tag_repeated_gives_later_broker_named_consumers_the_first_tag() -> None:
     stream = consume("", "amq.ctag-a") + consume("", "amq.ctag-b") + consume("mine") + deliver("amq.ctag-b", 1)
-    _, to_client, io, m = run("consumer-tag-repeated", stream)
+    _, to_client, _, m = run("consumer-tag-repeated", stream)
     oks = [f.consumer_tag for f in decoded(to_client) if isinstance(f, commands.Basic.ConsumeOk)]
     assert oks == ["amq.ctag-a", "amq.ctag-a", "mine"]  # a client-chosen tag is left alone
     assert [d.consumer_tag for d in delivered(to_client)] == ["amq.ctag-a"]

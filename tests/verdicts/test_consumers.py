@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.kit.verdicts import Outcome
-
 from conformance.catalogue.profiles import select_profile
+from conformance.kit.verdicts import Outcome
 from tests.verdicts.examples import (
     BASELINE,
     OPEN,
@@ -17,8 +16,8 @@ from tests.verdicts.examples import (
     Example,
     again,
     bad,
-    judged,
     first,
+    judged,
     msgs,
     ok,
     verdict_tests,

@@ -17,7 +17,7 @@ from typing import Any
 
 from pamqp import commands
 
-from adapters.amqp091.mutations import C, S, DeliveryOperator, Message, decode, encode
+from adapters.amqp091.mutations import C, DeliveryOperator, Message, S, decode, encode
 from conformance.nemesis.faults import Sender
 from conformance.nemesis.mutations import Mutator, operator
 from conformance.nemesis.wire import Frame
