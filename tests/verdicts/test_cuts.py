@@ -104,3 +104,14 @@ def test_declared_queue_lost_to_a_kill_is_rabbitmqs_documented_mnesia_window_onl
     assert v.outcome is Outcome.DEVIATION and "erlang/otp" in v.citation
     lost = judged("TestDeclaredQueueSurvivesKill", declared([]), RABBIT)
     assert lost.outcome is Outcome.FAIL, "a publish lost on a queue that answered is not the declaration window"
+
+
+def test_connection_dropped_at_a_mid_body_cancel_is_a_deviation_only_before_the_fix() -> None:
+    from conformance.catalogue.profiles import select_profile
+
+    obs = mid_body("cancel", BACK, error=LOST_CONN)
+    old = judged("TestCancelMidBody", obs, select_profile("LavinMQ", "1.3.1", "amqp-0-9-1"))
+    assert old.outcome is Outcome.DEVIATION and "#825" in old.citation
+    assert judged("TestCancelMidBody", obs, select_profile("LavinMQ", "2.9.1", "amqp-0-9-1")).outcome is Outcome.FAIL
+    lost = judged("TestCancelMidBody", mid_body("cancel", first("m2"), error=None), select_profile("LavinMQ", "1.3.1", "amqp-0-9-1"))
+    assert lost.outcome is Outcome.FAIL, "a message lost is not the documented dropped connection"

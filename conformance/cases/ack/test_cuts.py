@@ -53,11 +53,12 @@ def body_of(mid: str, size: int) -> bytes:
     return (seed * (size // len(seed) + 1))[:size]
 
 
-def intact(d: Any, size: int) -> bool:
-    return d.body == body_of(d.message_id or "", size)
+def intact(d: Any, sizes: dict[str, int]) -> bool:
+    mid = d.message_id or ""
+    return d.body == body_of(mid, sizes.get(mid, 0))
 
 
-def after_loss(ctx: CaseContext, q: str, size: int) -> Obs:
+def after_loss(ctx: CaseContext, q: str, sizes: dict[str, int]) -> Obs:
     """Barrier (no consumer left), then everything the queue delivers, proven complete by a sentinel;
     a broker that no longer answers is an observation too."""
     try:
@@ -67,7 +68,7 @@ def after_loss(ctx: CaseContext, q: str, size: int) -> Obs:
         return {"returned": [], "intact": [], "unreachable": f"{type(exc).__name__}: {exc}"}
     except ConformanceError as exc:
         return {"returned": [], "intact": [], "unreachable": f"{type(exc).__name__}: {exc}"}
-    return {"returned": [delivery_obs(d) for d in drained], "intact": [intact(d, size) for d in drained], "unreachable": None}
+    return {"returned": [delivery_obs(d) for d in drained], "intact": [intact(d, sizes) for d in drained], "unreachable": None}
 
 
 def served(obs: Obs, what: str) -> Verdict:
@@ -100,7 +101,7 @@ class TestCutInsideDelivery(Case):
             pass  # the cut came first: nothing, or only part of the message, reached the client
         hit = ctx.expect_fired(fault)
         return {"variant": ctx.variant, "published": ["m1"], "hit": hit, "received": received,
-                **after_loss(ctx, q, DELIVERY_BODY)}
+                **after_loss(ctx, q, {"m1": DELIVERY_BODY})}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         where = f"after the connection was reset {obs['variant'].replace('-', ' ')}"
@@ -132,7 +133,7 @@ class TestCutAroundAck(Case):
             pass  # the cut: what the broker made of the ack is what the drain shows
         hit = ctx.expect_fired(fault)
         return {"variant": ctx.variant, "published": published, "hit": hit, "held": [delivery_obs(d) for d in held],
-                "acked": [d.message_id for d in acked], **after_loss(ctx, q, 0)}
+                "acked": [d.message_id for d in acked], **after_loss(ctx, q, {})}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         moment, multiple, acked_return = ACK_CUTS[obs["variant"]]
@@ -157,8 +158,10 @@ class TestCutAroundAck(Case):
         )
 
 
-#: A body far larger than the sockets' buffers, so the broker is still writing it when the consumer leaves.
-MID_BODY = 8 * 1024 * 1024
+#: A body larger than every buffer between the broker and the held proxy (loopback send and receive
+#: buffers grow to several MiB), so the broker is still writing it when the consumer leaves.
+MID_BODY = 16 * 1024 * 1024
+BEHIND = 1000
 #: How long the proxy holds the broker's frames (from the 2nd body frame on) while the consumer leaves.
 HOLD_S = 0.3
 
@@ -177,7 +180,7 @@ class TestCancelMidBody(Case):
         ctx.admin.publish(q, body_of("m1", MID_BODY), message_id="m1")
         # a second message behind it, so the first one's store segment is no longer the one written
         # to (a store may release a finished segment once the queue has no consumer)
-        ctx.admin.publish(q, body_of("m2", MID_BODY), message_id="m2")
+        ctx.admin.publish(q, body_of("m2", BEHIND), message_id="m2")
         proxy = ctx.proxy()
         hold = proxy.arm(Fault(Action.DELAY, "content-body", Sender.SERVER, 2, Moment.BEFORE, delay_s=HOLD_S))
         session = ctx.session("consumer", via=proxy)
@@ -192,7 +195,7 @@ class TestCancelMidBody(Case):
         except (ConnectionLost, ChannelClosed, OperationTimeout) as exc:
             answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         hit = ctx.expect_fired(hold)
-        return {"variant": ctx.variant, "published": ["m1", "m2"], "hit": hit, "answer": answer, **after_loss(ctx, q, MID_BODY)}
+        return {"variant": ctx.variant, "published": ["m1", "m2"], "hit": hit, "answer": answer, **after_loss(ctx, q, {"m1": MID_BODY, "m2": BEHIND})}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         what = "basic.cancel" if obs["variant"] == "cancel" else "channel.close"
