@@ -183,7 +183,8 @@ class TestCancelMidBody(Case):
         ctx.admin.publish(q, body_of("m2", BEHIND), message_id="m2")
         proxy = ctx.proxy()
         hold = proxy.arm(Fault(Action.DELAY, "content-body", Sender.SERVER, 2, Moment.BEFORE, delay_s=HOLD_S))
-        session = ctx.session("consumer", via=proxy)
+        conn = ctx.connect("consumer", via=proxy)
+        session = conn.session()
         consumer = session.consume(q, prefetch=1)
         if not hold.struck.wait(5.0):
             ctx.expect_fired(hold)  # void: the body never reached its 2nd frame
@@ -192,6 +193,7 @@ class TestCancelMidBody(Case):
             if ctx.variant == "cancel":
                 consumer.cancel()
             session.close()
+            conn.session().close()  # a channel opened on the same connection: it is still there
         except (ConnectionLost, ChannelClosed, OperationTimeout) as exc:
             answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         hit = ctx.expect_fired(hold)
