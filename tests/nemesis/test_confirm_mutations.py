@@ -98,3 +98,15 @@ def test_return_dropped_swallows_the_return_and_its_content_only() -> None:
     _, to_client, io, m = run("return-dropped", stream)
     assert [type(v).__name__ for v in decoded(to_client)] == ["Ack"]
     assert m.rewritten == 1 and "basic.return 312" in io.notes[-1]
+
+
+def test_tags_counted_before_select_shifts_every_confirm_by_the_earlier_mandatory_publishes() -> None:
+    mandatory = frames091((commands.Basic.Publish(exchange="", routing_key="q", mandatory=True), 1),
+                          (pheader.ContentHeader(0, 3, commands.Basic.Properties(message_id="m0")), 1), (pbody.ContentBody(b"abc"), 1))
+    stream = [(C, f) for f in mandatory] + pipelined(3, [commands.Basic.Ack(1, False), commands.Basic.Ack(3, True)])
+    _, to_client, _, m = run("confirm-tags-counted-before-select", stream)
+    got = events(to_client)
+    assert [(e["tag"], e["multiple"]) for e in got] == [(2, False), (4, True)]
+    assert ledger(got, 3).unknown == ["ack(4, multiple)"]
+    _, to_client, _, m = run("confirm-tags-counted-before-select", pipelined(3, [commands.Basic.Ack(3, True)]))
+    assert m.rewritten == 0  # no publish before confirm.select: nothing to shift

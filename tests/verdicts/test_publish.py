@@ -77,7 +77,7 @@ def ret(mid: str, code: int = 312) -> dict[str, Any]:
 
 
 SYNC, COMMIT = {"kind": "sync-ok"}, {"kind": "commit-ok"}
-BURST_OBS = {"published": msgs(10), "events": [ack(1), ack(4, True), ack(10, True)], "ready": 10}
+BURST_OBS = {"before": ["m0"], "published": msgs(10), "events": [ack(1), ack(4, True), ack(10, True)], "ready": 11}
 OFFER = [f"m{i}" for i in range(1, 21)] + ["over1", "over2", "over3", "retry"]
 # RabbitMQ's classic queue: two acked, the rest nacked (multiple), the retry acked.
 REFUSED_OBS = {"published": OFFER, "over": ["over1", "over2", "over3"],
@@ -126,7 +126,10 @@ CONFIRMS_VIOLATIONS: list[Example] = [
         shows="both acked and nacked: 5"),
     bad("TestEachPublishConfirmedOnce", "unknown-tag", with_(BURST_OBS, events=[ack(10, True), ack(11)]), shows="never published"),
     bad("TestEachPublishConfirmedOnce", "2-nacked", with_(BURST_OBS, events=[ack(1), nack(2), ack(10, True)]), shows="nacked [2]"),
-    bad("TestEachPublishConfirmedOnce", "confirmed-lost", with_(BURST_OBS, ready=9), shows="holds 9"),
+    bad("TestEachPublishConfirmedOnce", "confirmed-lost", with_(BURST_OBS, ready=10), shows="holds 10"),
+    # the publish before confirm.select counted: every confirm one ahead of the client's numbers
+    bad("TestEachPublishConfirmedOnce", "counted-before-select", with_(BURST_OBS, events=[ack(2), ack(5, True), ack(11, True)]),
+        shows="never published: [ack(11, multiple)]"),
     bad("TestRefusedPublishNacked", "refused-under-limit", with_(REFUSED_OBS, events=[ack(1), nack(20, True), nack(23, True), ack(24)], held=["m1"]),
         shows="nacked while the queue was under its limit"),
     bad("TestRefusedPublishNacked", "over-acked", with_(REFUSED_OBS, events=[ack(2, True), nack(20, True), ack(23, True), ack(24)],

@@ -146,3 +146,29 @@ class ReturnDropped(Mutator):
         if msg is not None:
             self.applied(f"basic.return {msg.value.reply_code} on channel {frame.channel} not forwarded, nor its content")
         return []  # the method, its header and its body frames alike
+
+
+@operator("confirm-tags-counted-before-select", P, "numbers a channel's publisher confirms from its first mandatory publish, not from confirm.select: each confirm's delivery tag is raised by the mandatory publishes sent before confirm.select")
+class ConfirmTagsCountedBeforeSelect(Mutator):
+    """A broker whose confirm sequence counts mandatory publishes made before confirm.select, so its
+    confirms name the wrong publishes and, at the end, ones never made (rabbitmq-server#3870)."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.before: dict[int, int] = {}
+        self.confirming: set[int] = set()
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        ch = frame.channel
+        if sender is C:
+            if frame.name == "confirm.select":
+                self.confirming.add(ch)
+            elif frame.name == "basic.publish" and ch not in self.confirming and decode(frame).mandatory:
+                self.before[ch] = self.before.get(ch, 0) + 1
+            return None
+        if frame.name not in CONFIRMS or not self.before.get(ch):
+            return None
+        value = decode(frame)
+        value.delivery_tag += self.before[ch]
+        self.applied(f"{frame.name} on channel {ch}: delivery_tag {value.delivery_tag - self.before[ch]} -> {value.delivery_tag}")
+        return [encode(value, ch)]
