@@ -16,7 +16,7 @@ from typing import Any
 
 #: Cases whose queue is declared just before a shared kill -9.
 KILL_CASES = {("PERSIST-CONFIRMED-SURVIVES", "kill"), ("TX-COMMIT-DURABLE", None), ("PERSIST-REQUEUED-REDELIVERED", "kill"),
-              ("PERSIST-PURGED-STAYS-GONE", "kill")}
+              ("PERSIST-PURGED-STAYS-GONE", "kill"), ("PERSIST-DECLARED-QUEUE-SURVIVES-KILL", None)}
 
 
 def lost_to_kill(record: dict[str, Any]) -> bool:

@@ -99,11 +99,9 @@ CUTS_VIOLATIONS: list[Example] = [
 test_compliant_observation_passes, test_violation_fails = verdict_tests(CUTS_GOOD, CUTS_VIOLATIONS)
 
 
-def test_declared_queue_lost_to_a_kill_is_rabbitmqs_documented_mnesia_window_only() -> None:
+def test_declared_queue_gone_after_a_kill_is_a_fail_with_the_key_the_kill_loss_tests_name() -> None:
     v = judged("TestDeclaredQueueSurvivesKill", declared([], GONE_404), RABBIT)
-    assert v.outcome is Outcome.DEVIATION and "erlang/otp" in v.citation
-    lost = judged("TestDeclaredQueueSurvivesKill", declared([]), RABBIT)
-    assert lost.outcome is Outcome.FAIL, "a publish lost on a queue that answered is not the declaration window"
+    assert v.outcome is Outcome.FAIL and v.key == "queue-gone-after-restart" and "404" in v.observed
 
 
 def test_connection_dropped_at_a_mid_body_cancel_is_a_deviation_only_before_the_fix() -> None:
