@@ -507,6 +507,43 @@ class ProtonSession(Session):
             cond = d.remote.condition
             raise AdapterError(f"publish of {message_id} to {s.address} not accepted: broker answered {name}" + (f" ({cond.name}: {cond.description})" if cond else ""))
 
+    def transfer(self, queue: str, body: bytes, *, message_id: str, timeout: float) -> str:
+        """Send one message unsettled and return how the broker settled it: its outcome's name (with
+        the error condition a rejected outcome carries), "no outcome within Ns", or how the link or
+        session ended (messaging 3.4: the outcomes a target may give)."""
+        try:
+            return self._transfer(queue, body, message_id, timeout)
+        except ConnectionLost as exc:
+            return f"connection lost: {exc}"
+        except ChannelClosed as exc:
+            return f"session ended: {exc.text}"
+
+    def _transfer(self, queue: str, body: bytes, message_id: str, timeout: float) -> str:
+        self._check()
+        try:
+            s = self._sender(queue)
+        except ChannelClosed as exc:
+            return f"attach refused: {exc.text}"
+        loop = self._loop
+        try:
+            loop.wait(lambda: s.link.credit > 0 or s.remote_closed or self._remote_closed, f"credit to send to {s.address}", timeout)
+        except OperationTimeout:
+            return f"no credit within {timeout:g}s"
+        if s.remote_closed or self._remote_closed:
+            return "link or session ended before the transfer: " + _condition_error(s.error or self._error, "").text.lstrip(": ")
+        d = s.link.send(Message(body=body, id=message_id, durable=False))
+        try:
+            loop.wait(lambda: bool(d.remote_state) or d.settled or s.remote_closed or self._remote_closed, f"the outcome of {message_id}", timeout)
+        except OperationTimeout:
+            return f"no outcome within {timeout:g}s"
+        if d.remote_state:
+            name = STATE_NAMES.get(d.remote_state, f"state 0x{d.remote_state:x}")
+            cond = d.remote.condition
+            return name + (f" ({cond.name})" if cond is not None else "")
+        if d.settled:
+            return "settled without an outcome"
+        return "link or session ended: " + _condition_error(s.error or self._error, "").text.lstrip(": ")
+
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None, browse: bool = False,
                 exclusive: bool = False, tag: str | None = None) -> Consumer:
         if exclusive:

@@ -38,7 +38,7 @@ def test_drain_answer_dropped_only_after_a_drain() -> None:
 
 
 def test_drain_ends_session_on_both_sides_and_swallows_the_answers() -> None:
-    begin = perf10(BEGIN, [ubyte(7) and uint(7), uint(0), uint(100), uint(100)], 3)  # broker's channel 3 answers the client's 7
+    begin = perf10(BEGIN, [uint(7), uint(0), uint(100), uint(100)], 3)  # broker's channel 3 answers the client's 7
     stream = [(S, begin), (C, flow(0, 5, drain=True, channel=7)), (S, perf10(TRANSFER, [uint(0), uint(1), b"t", uint(0)], 3)),
               (S, perf10(0x17, [], 3)), (C, perf10(0x17, [], 7))]
     to_server, to_client, io, m = run("drain-ends-session", stream)
@@ -47,7 +47,7 @@ def test_drain_ends_session_on_both_sides_and_swallows_the_answers() -> None:
     end = Amqp10Codec().feed(io.client[0])[0]
     assert (end.name, end.channel) == ("end", 3)
     error = fields10(io.client[0])[0]
-    assert str(list(error.value)[0]) == str(symbol("amqp:internal-error")) and m.rewritten == 1
+    assert str(next(iter(error.value))) == str(symbol("amqp:internal-error")) and m.rewritten == 1
 
 
 def test_credit_inflated_only_on_receiving_links() -> None:

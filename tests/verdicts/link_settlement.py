@@ -33,6 +33,8 @@ CREDIT = {"published": ["m1", "m2", "m3", "m4", "m5"], "credit": 2, "got": [dl("
           "after": [dl("m3", 1), dl("m4", 2), dl("m5", 3)]}
 WINDOW = {"published": ["m1", "m2", "m3", "m4", "m5", "m6"], "window": 2, "credit": 10,
           "got": [dl(f"m{i}", i) for i in range(1, 7)], "detach": "answered", "after": []}
+REFUSED = {"sent": ["m1", "m2", "m3", "m4", "m5"], "limit": 2, "ready": 2, "held": ["m1", "m2"], "absent": "attach refused: amqp:not-found",
+           "outcomes": {"m1": "accepted", "m2": "accepted", "m3": "rejected (amqp:resource-limit-exceeded)", "m4": "rejected", "m5": "released"}}
 DETACH = {"published": ["m1", "m2", "m3"], "held": [dl("m1", 1), dl("m2", 2), dl("m3", 3)], "detach": "answered", "session": "usable",
           "after": [dl("m2", 4, fa=False), dl("m3", 5, fa=False)], "left": []}
 
@@ -46,6 +48,9 @@ GOOD: list[Example] = [
     ex("TestSettleModes", "mixed-granted-unsettled", with_(MODES, asked={"snd-settle-mode": "mixed", "rcv-settle-mode": "first"})),
     ex("TestCreditRespected", "two-for-two", CREDIT),
     ex("TestSessionWindowDelivers", "all-through-a-small-window", WINDOW),
+    ex("TestSenderRefused", "rejected-over-the-limit", REFUSED),
+    ex("TestSenderRefused", "quorum-takes-one-more", with_(REFUSED, held=["m1", "m2", "m3"], ready=3,
+                                                            outcomes={**REFUSED["outcomes"], "m3": "accepted"}, absent="released")),
     ex("TestDetachReleases", "released-to-the-same-session", DETACH),
     ex("TestDetachReleases", "released-to-a-later-receiver", with_(DETACH, after=[], left=[dl("m2", 1, fa=False), dl("m3", 2, fa=False)])),
 ]
@@ -72,6 +77,12 @@ VIOLATIONS: list[tuple[Example, str]] = [
     (ex("TestSessionWindowDelivers", "frozen-at-the-window", with_(WINDOW, got=WINDOW["got"][:2], after=WINDOW["got"][2:])), "2 arrived"),
     (ex("TestSessionWindowDelivers", "lost-after-the-window", with_(WINDOW, got=WINDOW["got"][:2], after=[])), "2 arrived"),
     (ex("TestSessionWindowDelivers", "duplicated", with_(WINDOW, after=[dl("m6", 1, fa=False)])), "duplicated [m6]"),
+    (ex("TestSenderRefused", "no-outcome", with_(REFUSED, sent=["m1", "m2", "m3"], outcomes={"m1": "accepted", "m2": "accepted",
+                                                                                          "m3": "no outcome within 2s"})), "m3: no outcome"),
+    (ex("TestSenderRefused", "all-accepted", with_(REFUSED, outcomes={m: "accepted" for m in REFUSED["sent"]})), "all 5 accepted"),
+    (ex("TestSenderRefused", "accepted-but-dropped", with_(REFUSED, held=["m1"], ready=1)), "accepted but not in the queue: [m2]"),
+    (ex("TestSenderRefused", "refused-but-kept", with_(REFUSED, held=["m1", "m2", "m3"], ready=3)), "in the queue although refused: [m3]"),
+    (ex("TestSenderRefused", "nowhere-accepted", with_(REFUSED, absent="accepted")), "to an address with no node: accepted"),
     (ex("TestDetachReleases", "unanswered", with_(DETACH, detach="no detach answer within 3s", session="not tried", after=[],
                                                   left=[dl("m2", 1, fa=False), dl("m3", 2, fa=False)])), "no detach answer"),
     (ex("TestDetachReleases", "kept-acquired", with_(DETACH, after=[], left=[])), "none of m2, m3 came"),

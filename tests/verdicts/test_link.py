@@ -187,3 +187,13 @@ def test_a_detach_that_keeps_unsettled_deliveries_is_the_documented_3_x_deviatio
     unanswered = next(e for e, _ in settlement.VIOLATIONS if e.name == "unanswered")
     v = apply_profile(Example(unanswered.case, unanswered.name, unanswered.obs, profile=P10).judge(), CASES[unanswered.case].requirement, "classic", P10)
     assert v.outcome is Outcome.FAIL, v  # an unanswered detach is no documented 3.x behaviour
+
+
+def test_a_refused_transfer_without_outcome_and_a_transfer_to_nowhere_accepted_are_the_3_x_deviations() -> None:
+    for name, cite in (("no-outcome", "2839"), ("nowhere-accepted", "8015")):
+        e = next(e for e, _ in settlement.VIOLATIONS if e.name == name)
+        v = apply_profile(Example(e.case, e.name, e.obs, queue_type="quorum", profile=P10).judge(), CASES[e.case].requirement, "quorum", P10)
+        assert v.outcome is Outcome.DEVIATION and cite in v.citation, v
+    lost = next(e for e, _ in settlement.VIOLATIONS if e.name == "accepted-but-dropped")
+    v = apply_profile(Example(lost.case, lost.name, lost.obs, profile=P10).judge(), CASES[lost.case].requirement, "classic", P10)
+    assert v.outcome is Outcome.FAIL, v
