@@ -82,6 +82,8 @@ def refill(i: int, received: int) -> dict[str, Any]:
     return with_(PREFETCH, refills=refills)
 
 
+DROP = {"prefetch": 2, "returns": 2, "events": [["deliver", "p1"], ["nack", ["p1"]], ["deliver", "m1"], ["deliver", "p1"], ["nack", ["p1"]], ["deliver", "m2"]]}
+DROP_CREDIT_TWICE = with_(DROP, events=[*DROP["events"], ["deliver", "m3"]])
 ZERO = {"published": 2100, "received": 2100, "missing": [], "duplicated": [], "ready_after": 0}
 # C: a second consumer on A's channel; B: a consumer on a second channel of the same connection.
 SCOPE_OWN = {"variant": "global-false", "consume": OPEN, "c_held_back": False, "b_held_back": False, "c_got": "c1", "b_got": "b1"}
@@ -95,6 +97,9 @@ PREFETCH_GOOD: list[Example] = [
     *everywhere("TestPrefetchLimit", "3-of-12", PREFETCH),
     *everywhere("TestAckReleases", "3-of-12", PREFETCH),
     *everywhere("TestPrefetchZero", "all-2100", ZERO),
+    *everywhere("TestLimitAfterDrop", "slot-refilled-once", DROP),
+    # LavinMQ before 2.4 drops the poison message at the next delivery attempt: one return only
+    *everywhere("TestLimitAfterDrop", "dropped-at-attempt", with_(DROP, returns=1, events=[["deliver", "p1"], ["nack", ["p1"]], ["deliver", "m1"], ["deliver", "m2"]])),
     # RabbitMQ's reinterpretation of the flag is a documented deviation from the 0-9-1 text
     *(dev("TestPrefetchScope", "global-false-own-limit", SCOPE_OWN, qt, p) for p in (RABBIT, P43) for qt in p.queue_types),
     dev("TestPrefetchScope", "global-true-per-channel", SCOPE_GLOBAL_CHANNEL, "classic", RABBIT),
@@ -131,6 +136,11 @@ PREFETCH_VIOLATIONS: list[Example] = [
     bad("TestPrefetchZero", "prefetch-1", with_(ZERO, received=1, missing=[f"m{i}" for i in range(2, 10)], ready_after=2099),
         shows="1 deliveries"),
     bad("TestPrefetchZero", "ready-left", with_(ZERO, ready_after=2), shows="messages still ready in the queue = 2"),
+    # PREFETCH-LIMIT-AFTER-DROP
+    bad("TestLimitAfterDrop", "credit-granted-twice", DROP_CREDIT_TWICE, shows="at most 3 held at once"),
+    bad("TestLimitAfterDrop", "credit-granted-twice-on-4.3-quorum", DROP_CREDIT_TWICE, QQ, P43, shows="at most 3 held at once"),
+    bad("TestLimitAfterDrop", "three-before-any-drop", with_(DROP, events=[["deliver", "p1"], ["deliver", "m1"], ["deliver", "m2"]]), QQ,
+        shows="at most 3 held at once"),
     # PREFETCH-SCOPE
     bad("TestPrefetchScope", "global-false-refused", {"variant": "global-false", "consume": connection_closed(540, "NOT_IMPLEMENTED - global qos")},
         QQ, shows="connection closed with 540"),
@@ -157,3 +167,14 @@ def test_quorum_prefetch_zero_capped_at_2000_is_the_documented_defect_and_nothin
     assert apply_profile(case.verdict(capped, RABBIT, "classic"), case.requirement, "classic", RABBIT).outcome is Outcome.FAIL
     one = with_(ZERO, received=1, missing=["m2"], ready_after=2099)
     assert apply_profile(case.verdict(one, RABBIT, QQ), case.requirement, QQ, RABBIT).outcome is Outcome.FAIL
+
+
+def test_quorum_credit_granted_twice_at_the_limit_is_a_deviation_on_3_10_only() -> None:
+    case = CASES["TestLimitAfterDrop"]()
+    v = apply_profile(case.verdict(DROP_CREDIT_TWICE, RABBIT, QQ), case.requirement, QQ, RABBIT)
+    assert v.outcome is Outcome.DEVIATION and "5609" in v.citation
+    four = with_(DROP_CREDIT_TWICE, events=[*DROP_CREDIT_TWICE["events"], ["deliver", "m4"]])
+    assert apply_profile(case.verdict(four, RABBIT, QQ), case.requirement, QQ, RABBIT).outcome is Outcome.FAIL
+    early = with_(DROP, events=[["deliver", "p1"], ["nack", ["p1"]], ["deliver", "m1"], ["deliver", "m2"], ["deliver", "p1"]], returns=1)
+    assert apply_profile(case.verdict(early, RABBIT, QQ), case.requirement, QQ, RABBIT).outcome is Outcome.FAIL, \
+        "three held before the drop is a limit exceeded all along, not the credit granted twice at the drop"

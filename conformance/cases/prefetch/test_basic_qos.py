@@ -143,6 +143,62 @@ class TestAckReleases(Case):
         )
 
 
+class TestLimitAfterDrop(Case):
+    """A poison message p, then six others, on a queue with x-delivery-limit 1 (two deliveries
+    allowed); a consumer under basic.qos(2) holds m1 and nacks p with requeue each time it comes,
+    until the limit drops it. The drop frees p's slot: exactly one more message (m2) may come.
+    The negative proof needs no window: the delivery that fills the slot and any excess one come
+    from the same grant, so after m2 a round trip on the consumer's channel brings in anything
+    else already sent."""
+
+    requirement = "PREFETCH-LIMIT-AFTER-DROP"
+    PREFETCH = 2
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue({"x-delivery-limit": 1})
+        ctx.publish(q, 1, prefix="p")
+        ctx.publish(q, 6)
+        session = ctx.session("consumer")
+        consumer = session.consume(q, prefetch=self.PREFETCH)
+        events: list[Any] = []
+        held: list[str] = []
+        returns = 0
+        while True:
+            d = ctx.take(consumer, 1)[0]
+            events.append(["deliver", d.message_id])
+            if d.message_id != "p1":
+                held.append(d.message_id or "")
+                if len(held) >= self.PREFETCH:
+                    break  # p's slot was freed (dropped at the limit, at the return or the next attempt) and filled
+                continue
+            session.nack(d.tag, requeue=True)
+            events.append(["nack", ["p1"]])
+            returns += 1
+            if returns > 3:
+                break  # never dropped: the limit is another case's finding; judge what was held
+        session.sync()
+        try:
+            while True:
+                d = consumer.next(0.05)  # dispatches what the round trip brought in
+                events.append(["deliver", d.message_id])
+        except OperationTimeout:
+            pass
+        return {"prefetch": self.PREFETCH, "events": events, "returns": returns}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        events = obs["events"]
+        worst, at = max_outstanding(events)
+        # an excess that first appears after the last return (the drop) tells a credit granted
+        # twice at the drop from a limit exceeded all along
+        last_return = max((i for i, (kind, _) in enumerate(events) if kind == "nack"), default=-1)
+        dropped = last_return >= 0 and not any(kind == "deliver" and what in events[last_return][1] for kind, what in events[last_return:])
+        when = "-after-drop" if worst > obs["prefetch"] and dropped and at > last_return else ""
+        return holds(worst <= obs["prefetch"],
+                     expected=f"never more than prefetch-count {obs['prefetch']} unacknowledged deliveries, p1 nacked until the delivery limit dropped it",
+                     observed=f"at most {worst} held at once (events: {fmt(events)})",
+                     key=f"max-outstanding-{worst}{when}")
+
+
 #: Ready messages for the prefetch-0 consumer: more than 2000, where a quorum queue consumer's
 #: "unlimited" credit has been seen to stop (rabbitmq/rabbitmq-server#14485, rabbit_fifo_client
 #: UNLIMITED_PREFETCH_COUNT 2000); small bodies, published in one unconfirmed burst.
