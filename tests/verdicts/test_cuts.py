@@ -39,6 +39,12 @@ def declared(drained: list[str], unavailable: str | None = None) -> dict[str, An
 
 
 SEGMENT_IDS = [f"segment-{i}" for i in range(1, 6)]
+PUBLISHED = [f"m{i}" for i in range(1, 7)]
+
+
+def confirm_cut(variant: str, kept: list[str], intact: bool = True) -> dict[str, Any]:
+    return {"variant": variant, "ids": PUBLISHED, "confirmed": PUBLISHED[:3], "in_flight": "m4", "hit": "conn#1 server frame #14 basic.ack",
+            "kept": [{"id": m, "intact": intact} for m in kept]}
 
 
 def segments(drained: list[dict[str, Any]], unavailable: str | None = None) -> dict[str, Any]:
@@ -64,6 +70,9 @@ CUTS_GOOD: list[Example] = [
     *everywhere("TestCancelMidBody", "channel-close", mid_body("channel-close", BACK)),
     *everywhere("TestDeclaredQueueSurvivesKill", "kept", declared(["after-kill-1"])),
     *everywhere("TestConfirmedAcrossSegments", "kept", segments(stored(*SEGMENT_IDS))),
+    *everywhere("TestConfirmCutAtMostOnce", "confirm-withheld-kept", confirm_cut("confirm-withheld", PUBLISHED[:4])),
+    *everywhere("TestConfirmCutAtMostOnce", "body-delivered-dropped", confirm_cut("body-delivered", PUBLISHED[:3])),
+    *everywhere("TestConfirmCutAtMostOnce", "publish-withheld", confirm_cut("publish-withheld", PUBLISHED[:3])),
 ]
 
 CUTS_VIOLATIONS: list[Example] = [
@@ -94,6 +103,15 @@ CUTS_VIOLATIONS: list[Example] = [
     bad("TestConfirmedAcrossSegments", "flag-lost", segments([*stored(*SEGMENT_IDS[:4]), *stored("segment-5", persistent=False)]),
         shows="not persistent: [segment-5]"),
     bad("TestConfirmedAcrossSegments", "torn", segments([*stored(*SEGMENT_IDS[:4]), *stored("segment-5", intact=False)]), shows="bodies differ"),
+]
+
+CUTS_VIOLATIONS += [
+    # PUBLISH-CONFIRM-CUT-AT-MOST-ONCE
+    bad("TestConfirmCutAtMostOnce", "confirmed-lost", confirm_cut("confirm-withheld", ["m1", "m3", "m4"]), shows="confirmed but missing: [m2]"),
+    bad("TestConfirmCutAtMostOnce", "in-flight-twice", confirm_cut("confirm-withheld", [*PUBLISHED[:4], "m4"]), "quorum", shows="twice: [m4]"),
+    bad("TestConfirmCutAtMostOnce", "withheld-publish-enqueued", confirm_cut("publish-withheld", PUBLISHED[:4]), shows="in the queue: [m4]"),
+    bad("TestConfirmCutAtMostOnce", "never-sent-enqueued", confirm_cut("body-delivered", [*PUBLISHED[:3], "m5"]), shows="in the queue: [m5]"),
+    bad("TestConfirmCutAtMostOnce", "torn", confirm_cut("body-delivered", PUBLISHED[:4], intact=False), shows="corrupt"),
 ]
 
 test_compliant_observation_passes, test_violation_fails = verdict_tests(CUTS_GOOD, CUTS_VIOLATIONS)
