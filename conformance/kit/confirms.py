@@ -32,6 +32,8 @@ def brief(e: dict[str, Any]) -> str:
         return f"{e['kind']}({e['tag']}{', multiple' if e.get('multiple') else ''})"
     if e["kind"] == "return":
         return f"return({e.get('id')}, {e.get('code')})"
+    if e["kind"] == "closed":
+        return f"closed({e.get('code')} {e.get('text')})"
     return str(e["kind"])
 
 

@@ -88,8 +88,8 @@ UNROUTABLE_OBS = {"published": ["u-mandatory", "u-plain"], "mandatory": [ret("u-
 TX_RETURN_OBS = {"routed": [SYNC, COMMIT, SYNC], "unroutable": [SYNC, ret("t-unroutable"), COMMIT, SYNC], "held": ["t2", "t1"]}
 A_IDS, B_IDS = ["a1", "a2", "a3", "a4"], ["b1", "b2", "b3", "b4"]
 # RabbitMQ's classic queue: each commit fails with 406 (the first two of the first transaction kept).
-TX_REFUSED_OBS = {"rounds": [{"ids": A_IDS, "events": [], "closed": "406 PRECONDITION_FAILED - partial tx completion"},
-                             {"ids": B_IDS, "events": [], "closed": "406 PRECONDITION_FAILED - partial tx completion"}],
+TX_REFUSED_OBS = {"rounds": [{"ids": A_IDS, "events": [], "closed": "channel closed with 406 PRECONDITION_FAILED - partial tx completion"},
+                             {"ids": B_IDS, "events": [], "closed": "channel closed with 406 PRECONDITION_FAILED - partial tx completion"}],
                   "held": ["a1", "a2"]}
 COMMITTED = [SYNC, COMMIT, SYNC]
 # LavinMQ: commit-ok, the refused ones returned on commit.
@@ -160,6 +160,15 @@ CONFIRMS_VIOLATIONS: list[Example] = [
     bad("TestTxRefusedNotSilent", "one-dropped-from-a-kept-transaction",
         with_(TX_REFUSED_OBS, rounds=[{"ids": A_IDS, "events": COMMITTED, "closed": None}, TX_REFUSED_OBS["rounds"][1]], held=["a1", "a3", "a4"]),
         qt="quorum", shows="neither queued nor returned: [a2]"),
+    bad("TestTxRefusedNotSilent", "connection-541-at-commit",
+        with_(TX_REFUSED_OBS, rounds=[{**r, "closed": "connection closed with 541 INTERNAL_ERROR - Unexpected error, please report", "crashed": True}
+                                      for r in TX_REFUSED_OBS["rounds"]]), shows="541 INTERNAL_ERROR"),
+    bad("TestEachPublishConfirmedOnce", "channel-541-mid-burst",
+        with_(BURST_OBS, events=[ack(4, True), {"kind": "closed", "code": 541, "text": "INTERNAL_ERROR", "hard": False}]),
+        shows="channel closed with 541 INTERNAL_ERROR after [ack(4, multiple)]"),
+    bad("TestRefusedPublishNacked", "connection-closed-at-refusal",
+        with_(REFUSED_OBS, events=[ack(1), ack(2, True), {"kind": "closed", "code": 541, "text": "INTERNAL_ERROR", "hard": True}], held=["m1", "m2"]),
+        shows="connection closed with 541"),
     bad("TestTxRefusedNotSilent", "no-answer-to-commit", with_(TX_RETURNED_OBS, rounds=[{"ids": A_IDS, "events": [SYNC], "closed": None}]),
         shows="no tx.commit-ok"),
     bad("TestTxUnroutableReturnedOnCommit", "no-commit-ok", with_(TX_RETURN_OBS, unroutable=[SYNC, ret("t-unroutable")]), shows="then [sync-ok"),

@@ -13,7 +13,7 @@ from typing import Any
 
 from conformance.api import AckMode, Session
 from conformance.catalogue.profiles import Profile
-from conformance.errors import ChannelClosed
+from conformance.errors import ChannelClosed, ConnectionLost
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.confirms import event_obs, ledger, sequence
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
@@ -30,11 +30,20 @@ OFFERED = 20
 #: Publishes once the queue is full (every publish of the first burst confirmed).
 OVER = 3
 NO_ROUTE = 312
+#: A broker error, not an answer: INTERNAL_ERROR, and the connection-level failures.
+CRASH_CODES = (541, 501, 502, 504, 505)
 
 
 def burst(session: Session, queue: str, ids: list[str], **kw: Any) -> list[dict[str, Any]]:
-    return [event_obs(e) for e in session.publish_pipelined(queue, [(m, m.encode()) for m in ids],
-                                                           window=CONFIRM_WINDOW_S, **kw)]
+    """What the broker sent about ``ids``; a channel or connection it closed ends the list as an
+    event of its own (a broker that crashes the channel is judged, never an error of the suite)."""
+    try:
+        return [event_obs(e) for e in session.publish_pipelined(queue, [(m, m.encode()) for m in ids],
+                                                               window=CONFIRM_WINDOW_S, **kw)]
+    except ChannelClosed as exc:
+        return [{"kind": "closed", "code": exc.code, "text": exc.text, "hard": exc.hard}]
+    except ConnectionLost as exc:  # the connection an earlier burst's answer closed, or a cut
+        return [{"kind": "closed", "code": 0, "text": str(exc), "hard": True}]
 
 
 def emptied(session: Session, queue: str) -> list[str]:
@@ -47,10 +56,21 @@ def emptied(session: Session, queue: str) -> list[str]:
     return out
 
 
+def closed(events: list[dict[str, Any]]) -> Verdict:
+    """No channel or connection closed by the broker while it was told about publishes."""
+    shut = [e for e in events if e["kind"] == "closed"]
+    return holds(not shut, expected="the channel stays open while the broker answers the publishes",
+                 observed=f"{'connection' if shut and shut[0].get('hard') else 'channel'} closed with {shut[0]['code']} {shut[0]['text']}"
+                 f" after {sequence([e for e in events if e['kind'] != 'closed'])}" if shut else "open",
+                 key="crashed" if shut and shut[0]["code"] in CRASH_CODES else "closed")
+
+
 def once_each(obs: Obs, what: str) -> Verdict:
     """Every sequence number of the session confirmed exactly once (the ledger's problems)."""
     led = ledger(obs["events"], len(obs["published"]))
     problems = led.problems()
+    if any(e["kind"] == "closed" for e in obs["events"]):
+        return closed(obs["events"])
     return holds(not problems, expected=f"{what}: each of sequence numbers 1..{led.published} confirmed exactly once "
                  f"within {CONFIRM_WINDOW_S:g}s, by basic.ack or basic.nack, never both",
                  observed="; ".join(problems) + f"; the broker sent {sequence(obs['events'])}" if problems else
@@ -194,10 +214,11 @@ class TestTxUnroutableReturnedOnCommit(Case):
 
 def tx_round(session: Session, queue: str, ids: list[str]) -> Obs:
     """One transaction of mandatory publishes and its commit: what came back, or the channel exception."""
-    try:
-        return {"ids": ids, "events": burst(session, queue, ids, mandatory=True, commit=True), "closed": None}
-    except ChannelClosed as exc:
-        return {"ids": ids, "events": [], "closed": f"{exc.code} {exc.text}"}
+    events = burst(session, queue, ids, mandatory=True, commit=True)
+    shut = next((e for e in events if e["kind"] == "closed"), None)
+    return {"ids": ids, "events": [e for e in events if e["kind"] != "closed"],
+            "closed": f"{'connection' if shut.get('hard') else 'channel'} closed with {shut['code']} {shut['text']}" if shut else None,
+            "crashed": bool(shut and (shut["code"] in CRASH_CODES or shut.get("hard")))}
 
 
 class TestTxRefusedNotSilent(Case):
@@ -222,7 +243,11 @@ class TestTxRefusedNotSilent(Case):
             committed = any(e["kind"] == "commit-ok" for e in r["events"])
             silent = [m for m in r["ids"] if m not in held and m not in returned] if committed else []
             what = (f"tx.commit of {fmt(r['ids'])} to a queue limited to {LIMIT} (reject-publish): "
-                    + (f"channel closed {r['closed']}" if r["closed"] else f"the broker sent {sequence(r['events'])}"))
+                    + (r["closed"] if r["closed"] else f"the broker sent {sequence(r['events'])}"))
+            if r.get("crashed"):
+                checks.append(holds(False, expected="the commit answered: tx.commit-ok, or a channel exception refusing it",
+                                    observed=f"{what}: the broker failed, not refused", key="crashed"))
+                continue
             checks.append(holds(
                 bool(r["closed"]) or (committed and not silent),
                 expected="a refused publish of a transaction is not lost silently: the commit fails with a channel "
