@@ -133,3 +133,14 @@ def test_dead_letters_reversed_releases_a_lone_copy_unchanged_on_its_timer() -> 
     for fire in io.timers:
         fire()
     assert mids(io.client) == ["m1"]
+
+
+def test_republished_x_death_ignored_strips_the_death_headers_of_a_publish_only() -> None:
+    headers = {"x-death": [death("q")], "x-first-death-queue": "q", "app": "v"}
+    publish = [(C, f) for f in message(commands.Basic.Publish(exchange="", routing_key="q"), "m1", headers)]
+    to_server, _, _, _ = run("republished-x-death-ignored", publish)
+    sent = [v.properties.headers for v in decoded(to_server) if isinstance(v, pheader.ContentHeader)]
+    assert sent == [{"app": "v"}]
+    _, to_client, _, _ = run("republished-x-death-ignored", consume("dlq") + s(*deliver(1, "m1", headers)))
+    got = [v.properties.headers for v in decoded(to_client) if isinstance(v, pheader.ContentHeader)]
+    assert set(got[0]) == {"x-death", "x-first-death-queue", "app"}, "deliveries keep their death headers"

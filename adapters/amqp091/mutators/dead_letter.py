@@ -162,8 +162,9 @@ class RequeuedDeadLetterCrash(_DeadLetteringCrashes):
 
 @operator("republished-dead-letter-crash", P, "answers basic.reject/basic.nack with requeue=false of a message its connection published with an x-death header (a dead letter re-published) with channel.close 541 INTERNAL_ERROR; the message goes back to its queue and no copy is dead-lettered")
 class RepublishedDeadLetterCrash(_DeadLetteringCrashes):
-    """A queue that crashes dead-lettering a message re-published by a client with its death
-    headers (RabbitMQ 4.0.0-4.0.4, rabbitmq/rabbitmq-server#12935, {badkey, x-last-death-exchange})."""
+    """A queue that crashes dead-lettering a message that carries a client's death history, as
+    RabbitMQ 4.0.0-4.0.4 did ({badkey, x-last-death-exchange}, rabbitmq/rabbitmq-server#12935) for a
+    message re-published with x-death under 3.13 and dead-lettered after the upgrade."""
 
     def __init__(self, *a: Any) -> None:
         super().__init__(*a)
@@ -190,6 +191,22 @@ class RepublishedDeadLetterCrash(_DeadLetteringCrashes):
         self.tag = self.delivering.pop(channel)
         mid = decode(frame).properties.message_id
         return "re-published with x-death" if mid is not None and _text(mid) in self.republished else None
+
+
+@operator("republished-x-death-ignored", P, "removes x-death and the x-first-death-*/x-last-death-* headers from the client's publishes: the broker never sees the death history a client re-publishes, so the next death starts a history of its own (count 1)")
+class RepublishedXDeathIgnored(HeaderRewriter):
+    """A broker that ignores the x-death header of a re-published dead letter (RabbitMQ 3.13.0-3.13.2,
+    rabbitmq/rabbitmq-server#11331 and #10709, fixed by #11339 in 3.13.3; by design from 4.0)."""
+
+    sender = C
+
+    def change(self, props: Any) -> str | None:
+        h = _headers(props)
+        gone = sorted(k for k in h if str(k) == "x-death" or str(k).startswith(("x-first-death-", "x-last-death-")))
+        if "x-death" not in gone:
+            return None
+        props.headers = {k: v for k, v in h.items() if k not in gone}
+        return f"removed {', '.join(gone)} from a publish"
 
 
 @operator("max-length-ignored", P, "removes x-max-length from queue.declare: the queue never overflows, so it neither pushes out (dead-letters) its oldest messages nor refuses new ones")
