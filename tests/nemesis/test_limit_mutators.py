@@ -131,3 +131,13 @@ def test_limit_return_crashes_closes_the_channel_at_the_return_past_the_limit() 
     assert isinstance(closes[0], commands.Channel.Close) and closes[0].reply_code == 541
     sent = decoded(to_server)
     assert isinstance(sent[-1], commands.Channel.Close) and not any(isinstance(v, commands.Basic.Reject) and v.delivery_tag == 2 for v in sent)
+
+
+def test_recover_skips_gets_keeps_the_get_message_redelivery_from_the_client() -> None:
+    op, io = fresh("recover-skips-gets")
+    frames = deliver(1, mid="m1")
+    get_ok = frames091((commands.Basic.GetOk(1, False, "", "q", 0), 1))
+    feed(op, c(commands.Basic.Get(queue="q")) + s(*get_ok, *frames[1:]) + consume() + s(*deliver(2, mid="m2")))
+    feed(op, c(commands.Basic.Recover(requeue=True)))
+    _, to_client = feed(op, s(*deliver(3, True, mid="m1"), *deliver(4, True, mid="m2")))
+    assert [v.delivery_tag for v in decoded(to_client) if isinstance(v, commands.Basic.Deliver)] == [4]

@@ -95,6 +95,7 @@ GOOD_OBS: dict[str, dict[str, Any]] = {
         "returned_after_close": [],
     },
     # m1..m3 held, m2 acked, recover(requeue=true): m1 and m3 again (same channel, tags go on).
+    "TestAckMultipleZeroNothingOutstanding": {"channel": OPEN, "after": first("m1")},
     "TestRecoverNoRequeue": {
         "held": first("m1", "m2", "m3"), "acked": "m2", "answer": OPEN,
         "again": again("m1", "m3", start=4), "open": OPEN, "elsewhere": [],
@@ -339,6 +340,14 @@ VIOLATIONS: list[Example] = [
     Example("TestReconsumeSameTagInFlight", "ack-silently-ignored-old-ones-return",
             with_(G["TestReconsumeSameTagInFlight"], returned_after_close=again(*msgs(5)))),
     # ACK-RECOVER-REDELIVERS
+    Example("TestAckMultipleZeroNothingOutstanding", "tag-0-unknown-406",
+            with_(G["TestAckMultipleZeroNothingOutstanding"], channel=channel_406("PRECONDITION_FAILED - unknown delivery tag 0")),
+            shows="channel closed with 406"),
+    Example("TestAckMultipleZeroNothingOutstanding", "nothing-delivered-after",
+            with_(G["TestAckMultipleZeroNothingOutstanding"], after=[]), shows="missing [m1]"),
+    Example("TestRecoverRedelivers", "get-delivery-left-out",
+            {"published": msgs(4), "held": first("m1", "m2", "m3", "m4"), "acked": "m3", "returned": again("m2", "m4", start=5)},
+            shows="missing [m1]"),
     Example("TestRecoverNoRequeue", "requeued-to-the-other-consumer",
             with_(G["TestRecoverNoRequeue"], again=again("m1", start=4), elsewhere=again("m3")), shows="m3"),
     Example("TestRecoverNoRequeue", "connection-541",

@@ -186,6 +186,38 @@ class TxAckAllCrashes(Tracker):
         return self.close_connection(frame, 541, LAVINMQ_541)
 
 
+@operator("recover-skips-gets", P, "leaves the channel's basic.get deliveries out of basic.recover(requeue=true): the broker's redelivery of each is kept from the client, so it stays unacked on the channel until the channel closes")
+class RecoverSkipsGets(Tracker):
+    """LavinMQ before 1.0.0-beta.6 returned only the live consumers' deliveries on
+    basic.recover(requeue=true): a message fetched with basic.get stayed unacknowledged on the
+    channel (cloudamqp/lavinmq#398). A healthy broker requeues it and delivers it again; the proxy
+    keeps that redelivery from the client, so the broker holds it as delivered and unacked."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.got: dict[int, dict[int, str]] = {}  # channel -> basic.get tag -> message-id
+        self.skip: dict[int, set[str]] = {}
+
+    def client_frame(self, frame: Frame) -> list[bytes] | None:
+        if frame.name == "basic.recover" and decode(frame).requeue:
+            held = self.outstanding.get(frame.channel, set())
+            mids = {mid for tag, mid in self.got.pop(frame.channel, {}).items() if tag in held}
+            if mids:
+                self.skip.setdefault(frame.channel, set()).update(mids)
+        return None
+
+    def delivery(self, channel: int, msg: Message, queue: str | None, manual: bool) -> list[bytes]:
+        mid = decode_header(msg).message_id
+        if msg.method.name == "basic.get-ok":
+            if manual and mid is not None:
+                self.got.setdefault(channel, {})[msg.value.delivery_tag] = str(mid)
+            return msg.frames
+        if msg.value.redelivered and mid is not None and str(mid) in self.skip.get(channel, set()):
+            self.skip[channel].discard(str(mid))
+            return self.hidden(channel, msg, "kept from the client", f" (message {mid} was fetched by basic.get before basic.recover)")
+        return msg.frames
+
+
 # -- concurrent commits (QPID-8309) ---------------------------------------------------------------
 
 @operator("concurrent-commit-fails", P, "answers a tx.commit sent while another connection's tx.commit awaits its commit-ok with connection.close 541 (the later of two concurrent commits fails)")

@@ -88,6 +88,31 @@ class TestAckMultipleZeroAll(Case):
         return judge_returns(obs, [], "after ack(tag 0, multiple=true) and channel.close")
 
 
+class TestAckMultipleZeroNothingOutstanding(Case):
+    """A consumer with nothing delivered yet sends basic.ack(0, multiple=true); then one message is
+    published, and it must still be delivered on the channel."""
+
+    requirement = "ACK-MULTIPLE-ZERO-NOTHING-OUTSTANDING"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        session = ctx.session("consumer")
+        consumer = session.consume(q, prefetch=10)
+        session.ack(0, multiple=True)
+        obs: Obs = {"channel": ctx.channel_error(session.sync)}
+        if obs["channel"]["closed"]:
+            return obs
+        ctx.publish(q, 1)
+        obs["after"] = [delivery_obs(d) for d in ctx.take(consumer, 1)]
+        return obs
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        what = "basic.ack(0, multiple=true) with no delivery outstanding"
+        if obs["channel"]["closed"]:
+            return accepted(obs["channel"], what=what)
+        return returned_exactly(obs["after"], ["m1"], what=f"delivered on the channel after {what}")
+
+
 class TestAckUnknownTag(Case):
     requirement = "ACK-UNKNOWN-TAG-406"
 
