@@ -82,3 +82,12 @@ def test_session_window_frozen_keeps_the_first_edge_of_a_small_window_only() -> 
     to_server, _, _, m = run("session-window-frozen", [(C, small), (C, large), (S, answer_small), (S, answer_large), (C, reopen), (C, other)])
     assert int(fields10(to_server[2])[1]) == 0  # edge 10 + 2 = 12 reached: the window stays shut
     assert int(fields10(to_server[3])[1]) == 2147483647 and m.rewritten == 1
+
+
+def test_settle_mode_misreported_only_in_the_brokers_attach_of_a_sending_link() -> None:
+    client = perf10(ATTACH, ["r", uint(0), True, ubyte(0), ubyte(0)])
+    sending = perf10(ATTACH, ["r", uint(0), False, ubyte(2), ubyte(0)])
+    receiving = perf10(ATTACH, ["s", uint(1), True, ubyte(0), ubyte(0)])
+    to_server, to_client, _, m = run("settle-mode-misreported", [(C, client), (S, sending), (S, receiving)])
+    assert int(fields10(to_server[0])[3]) == 0
+    assert [int(fields10(r)[3]) for r in to_client] == [1, 0] and m.rewritten == 1

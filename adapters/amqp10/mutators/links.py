@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from adapters.amqp10.mutations import (
+    ATTACH,
     DISPOSITION,
     REJECTED,
+    SND_SETTLE_MODE,
     C,
     OutcomeSwap,
     P,
@@ -233,3 +235,23 @@ class SessionWindowFrozen(_Sessions):
         self.applied(f"flow on channel {f.channel}: incoming-window {fields[INCOMING_WINDOW]} -> {frozen} (next-incoming-id {fields[NEXT_INCOMING_ID]})")
         fields[INCOMING_WINDOW] = uint(frozen)
         return [rebuild(f, FLOW, fields)]
+
+
+@operator("settle-mode-misreported", P, "rewrites the snd-settle-mode in the broker's attach of a sending link (unsettled <-> settled, mixed -> settled): the mode it states is not the one its transfers keep to")
+class SettleModeMisreported(Mutator):
+    SWAP: ClassVar[dict[int, int]] = {0: 1, 1: 0, 2: 1}
+    NAMES = ("unsettled", "settled", "mixed")
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from proton import ubyte
+
+        if sender is not S or f.name != "attach":
+            return None
+        _, fields, _ = split(f.raw)
+        # the broker's role sender (false): the client's receiving link
+        if len(fields) <= SND_SETTLE_MODE or fields[2] or fields[SND_SETTLE_MODE] is None:
+            return None
+        was = int(fields[SND_SETTLE_MODE])
+        fields[SND_SETTLE_MODE] = ubyte(self.SWAP.get(was, 0))
+        self.applied(f"attach {fields[0]!r}: snd-settle-mode {self.NAMES[was]} -> {self.NAMES[self.SWAP.get(was, 0)]}")
+        return [rebuild(f, ATTACH, fields)]
