@@ -40,6 +40,11 @@ def declared(drained: list[str], unavailable: str | None = None) -> dict[str, An
 
 SEGMENT_IDS = [f"segment-{i}" for i in range(1, 6)]
 PUBLISHED = [f"m{i}" for i in range(1, 7)]
+HELD = ["held-1", "held-2", "held-3", "held-4"]
+
+
+def acked(variant: str, drained: list[dict[str, Any]], unavailable: str | None = None) -> dict[str, Any]:
+    return {"variant": variant, "ids": HELD, "acked": ["held-1", "held-3"], "drained": drained, "unavailable": unavailable}
 
 
 def confirm_cut(variant: str, kept: list[str], intact: bool = True) -> dict[str, Any]:
@@ -73,6 +78,8 @@ CUTS_GOOD: list[Example] = [
     *everywhere("TestConfirmCutAtMostOnce", "confirm-withheld-kept", confirm_cut("confirm-withheld", PUBLISHED[:4])),
     *everywhere("TestConfirmCutAtMostOnce", "body-delivered-dropped", confirm_cut("body-delivered", PUBLISHED[:3])),
     *everywhere("TestConfirmCutAtMostOnce", "publish-withheld", confirm_cut("publish-withheld", PUBLISHED[:3])),
+    *everywhere("TestAckedStaysGone", "restart", acked("restart", again("held-2", "held-4"))),
+    *everywhere("TestAckedStaysGone", "kill", acked("kill", first("held-2", "held-4"))),
 ]
 
 CUTS_VIOLATIONS: list[Example] = [
@@ -112,6 +119,11 @@ CUTS_VIOLATIONS += [
     bad("TestConfirmCutAtMostOnce", "withheld-publish-enqueued", confirm_cut("publish-withheld", PUBLISHED[:4]), shows="in the queue: [m4]"),
     bad("TestConfirmCutAtMostOnce", "never-sent-enqueued", confirm_cut("body-delivered", [*PUBLISHED[:3], "m5"]), shows="in the queue: [m5]"),
     bad("TestConfirmCutAtMostOnce", "torn", confirm_cut("body-delivered", PUBLISHED[:4], intact=False), shows="corrupt"),
+    # PERSIST-ACKED-STAYS-GONE (LavinMQ before 1.1.7: truncated ack files brought acknowledged messages back)
+    bad("TestAckedStaysGone", "acked-back-after-restart", acked("restart", again(*HELD)), shows="acknowledged but back: [held-1, held-3]"),
+    bad("TestAckedStaysGone", "unacked-lost", acked("kill", again("held-2")), shows="= [held-2]"),
+    bad("TestAckedStaysGone", "unacked-twice", acked("restart", again("held-2", "held-4", "held-4")), shows="held-4, held-4"),
+    bad("TestAckedStaysGone", "unavailable", acked("kill", [], "OperationTimeout: basic.get on 'q' not answered in 15.0s"), shows="could not be consumed"),
 ]
 
 test_compliant_observation_passes, test_violation_fails = verdict_tests(CUTS_GOOD, CUTS_VIOLATIONS)
@@ -131,3 +143,10 @@ def test_connection_dropped_at_a_mid_body_cancel_is_a_deviation_only_before_the_
     assert judged("TestCancelMidBody", obs, select_profile("LavinMQ", "2.9.1", "amqp-0-9-1")).outcome is Outcome.FAIL
     lost = judged("TestCancelMidBody", mid_body("cancel", first("m2"), error=None), select_profile("LavinMQ", "1.3.1", "amqp-0-9-1"))
     assert lost.outcome is Outcome.FAIL, "a message lost is not the documented dropped connection"
+
+
+def test_acked_back_after_a_kill_is_rabbitmqs_documented_redelivery_only_after_a_kill() -> None:
+    v = judged("TestAckedStaysGone", acked("kill", again(*HELD)), RABBIT)
+    assert v.outcome is Outcome.DEVIATION and "reliability" in v.citation
+    assert judged("TestAckedStaysGone", acked("restart", again(*HELD)), RABBIT).outcome is Outcome.FAIL
+    assert judged("TestAckedStaysGone", acked("kill", again("held-1", "held-3")), RABBIT).outcome is Outcome.FAIL, "unacknowledged ones lost"
