@@ -144,3 +144,11 @@ def test_republished_x_death_ignored_strips_the_death_headers_of_a_publish_only(
     _, to_client, _, _ = run("republished-x-death-ignored", consume("dlq") + s(*deliver(1, "m1", headers)))
     got = [v.properties.headers for v in decoded(to_client) if isinstance(v, pheader.ContentHeader)]
     assert set(got[0]) == {"x-death", "x-first-death-queue", "app"}, "deliveries keep their death headers"
+
+
+def test_repeat_expiry_dropped_drops_only_a_second_expiry() -> None:
+    stream = consume("dlq") + s(*deliver(1, "m1", {"x-death": [death("q", "expired", 2)]}),
+                                *deliver(2, "m2", {"x-death": [death("q", "expired"), death("w", "rejected", 3)]}))
+    _, to_client, io, _ = run("repeat-expiry-dropped", stream)
+    assert mids(to_client) == ["m2"]
+    assert [a.delivery_tag for a in decoded(io.server) if isinstance(a, commands.Basic.Ack)] == [1]

@@ -163,10 +163,11 @@ def headers_kept(app: dict[str, Any] | None = None, deaths_: list[dict[str, Any]
     return {"sent": APP, "dead": [copy] * copies, "app": [APP if app is None else app] * copies}
 
 
-def republished(copies: list[dict[str, Any]] | None = None, error: str | None = None, left: int = 0) -> dict[str, Any]:
+def republished(copies: list[dict[str, Any]] | None = None, error: str | None = None, left: int = 0,
+                variant: str = "rejected") -> dict[str, Any]:
     if copies is None:
-        copies = [dead("m1", [death(Q)], first_death(Q)), dead("m1", [death(Q, count=2)], first_death(Q))]
-    return {"source": Q, "error": error, "copies": copies, "left": left}
+        copies = [dead("m1", [death(Q, variant)], first_death(Q, variant)), dead("m1", [death(Q, variant, 2)], first_death(Q, variant))]
+    return {"variant": variant, "source": Q, "error": error, "copies": copies, "left": left}
 
 
 RESTARTED = [dead("m1", [death(Q)], first_death(Q)), dead("m1", [death(Q)], first_death(Q))]
@@ -191,6 +192,7 @@ TOPOLOGY_GOOD: list[Example] = [
     *everywhere("TestDeadLetterAfterRequeue", "one-copy", after_requeue()),
     *everywhere("TestHeadersKept", "unchanged", headers_kept()),
     *(ok("TestRepublishedDiesAgain", "count-2", republished(), qt, p) for p in (RABBIT, BASELINE) for qt in p.queue_types),
+    *(ok("TestRepublishedDiesAgain", "expired-count-2", republished(variant="expired"), qt, p) for p in (RABBIT, BASELINE) for qt in p.queue_types),
     # RabbitMQ 4.x does not interpret a client's x-death (4.0.1 release notes): a history of its own
     *(dev("TestRepublishedDiesAgain", "restarted-on-4.3", republished(RESTARTED), qt, P43) for qt in P43.queue_types),
     *everywhere("TestMaxlenOrder", "oldest-first", maxlen_order()),
@@ -232,6 +234,10 @@ TOPOLOGY_VIOLATIONS: list[Example] = [
     bad("TestRepublishedDiesAgain", "crashed", republished(republished()["copies"][:1], "channel closed with 541 INTERNAL_ERROR"), QQ,
         shows="541"),
     bad("TestRepublishedDiesAgain", "history-restarted", republished(RESTARTED), shows="count: 1"),
+    bad("TestRepublishedDiesAgain", "expired-history-restarted",
+        republished([dead("m1", [death(Q, "expired")], first_death(Q, "expired"))] * 2, variant="expired"), QQ, shows="count: 1"),
+    bad("TestRepublishedDiesAgain", "expired-counted-as-rejected", republished(variant="expired", copies=republished()["copies"]),
+        shows="reason: rejected"),
     bad("TestRepublishedDiesAgain", "first-death-lost", republished([republished()["copies"][0], dead("m1", [death(Q, count=2)], {})]),
         shows="x-first-death-queue: none"),
     # DLX-MAXLEN-ORDER
@@ -272,3 +278,15 @@ def test_a_quorum_dead_letter_queue_over_its_limit_is_the_known_defect_on_3_10()
     assert judged("TestTargetLimit", over, RABBIT, "classic").outcome.value == "fail"
     returned = target_limit("reject-publish", ["m1", "m2"], ["m1", "m2", "m3"], ["m3"])
     assert judged("TestTargetLimit", returned, RABBIT, QQ).outcome.value == "fail"
+
+
+def test_a_second_expiry_dropped_as_a_loop_is_the_fixed_bug_on_lavinmq_1_only() -> None:
+    """cloudamqp/lavinmq#1134 (fixed by #1206 in 2.5.0): the lavinmq-1 profile documents exactly the
+    dropped second expiry of a re-published dead letter; 2.9.1 must dead-letter it."""
+    from tests.verdicts.examples import judged, select_profile
+
+    lost = republished([dead("m1", [death(Q, "expired")], first_death(Q, "expired"))], variant="expired")
+    assert judged("TestRepublishedDiesAgain", lost, select_profile("LavinMQ", "1.3.1", "amqp-0-9-1")).outcome.value == "deviation"
+    assert judged("TestRepublishedDiesAgain", lost, select_profile("LavinMQ", "2.9.1", "amqp-0-9-1")).outcome.value == "fail"
+    rejected_lost = republished(republished()["copies"][:1])
+    assert judged("TestRepublishedDiesAgain", rejected_lost, select_profile("LavinMQ", "1.3.1", "amqp-0-9-1")).outcome.value == "fail"

@@ -85,6 +85,25 @@ class DeadLetterCycleDropped(_QueueOfDelivery):
         return []
 
 
+@operator("repeat-expiry-dropped", P, "drops every dead-lettered delivery whose x-death counts a second expiry from one queue (an expired entry with count 2 or more), acking it to the broker: loop detection firing where there is no loop")
+class RepeatExpiryDropped(DeliveryOperator):
+    """A broker whose dead-letter loop detection drops a message the second time it expires from the
+    same queue, whatever else its history holds (LavinMQ before 2.5.0, cloudamqp/lavinmq#1134, fixed
+    by #1206): the copy that second expiry should make never reaches the client."""
+
+    def message(self, channel: int, msg: Message) -> list[bytes]:
+        again = [d for d in _deaths(_properties(msg)) if _text(d.get("reason")) == "expired" and int(d.get("count") or 0) >= 2]
+        if not again:
+            return msg.frames
+        tag = msg.value.delivery_tag
+        if self.manual(channel, msg):
+            self.io.to_server([encode(commands.Basic.Ack(delivery_tag=tag, multiple=False), channel)])
+        self.applied(f"{msg.method.name} delivery_tag {tag} on channel {channel}: second expiry from {_text(again[0].get('queue'))!r}, dropped (acked to the broker)")
+        if msg.method.name == "basic.get-ok":
+            return [encode(commands.Basic.GetEmpty(), channel)]
+        return []
+
+
 @operator("queue-ttl-ignored", P, "removes x-message-ttl from queue.declare: the queue never expires its messages by queue TTL, so an unread queue neither drops nor dead-letters them")
 class QueueTtlIgnored(FieldRewriter):
     """A classic queue with a queue message TTL and no consumer that keeps its messages past the TTL

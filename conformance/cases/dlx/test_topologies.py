@@ -275,20 +275,25 @@ class TestHeadersKept(Case):
 
 class TestRepublishedDiesAgain(Case):
     requirement = "DLX-REPUBLISHED-DIES-AGAIN"
+    #: how m1 dies, both times: rejected by the consumer, or expired by its own 1 ms expiration
+    variants = ("rejected", "expired")
 
     def scenario(self, ctx: CaseContext) -> Obs:
+        how = str(ctx.variant)
+        expiration = 1 if how == "expired" else None
         q, dlq = with_dlq(ctx)
-        ctx.publish(q, 1)
+        ctx.admin.publish(q, b"m1", message_id="m1", expiration_ms=expiration)
         session = ctx.session("consumer")
         error = None
         copies: list[dict[str, Any]] = []
         try:
-            d = session.get(q, ack_mode=AckMode.MANUAL)
             for n in range(2):
-                if d is None:
-                    raise AssertionError(f"{q} unexpectedly empty")  # setup error, not a verdict
-                session.reject(d.tag, requeue=False)
-                session.sync()
+                if how == "rejected":
+                    d = get_within(ctx, session, q, GRACE_S, f"m1 in {q} (publication {n + 1})")
+                    if d is None:
+                        raise AssertionError(f"{q} unexpectedly empty")  # setup error, not a verdict
+                    session.reject(d.tag, requeue=False)
+                    session.sync()
                 copy = get_within(ctx, session, dlq, GRACE_S, f"m1 dead-lettered into {dlq} (death {n + 1})")
                 if copy is None:
                     break
@@ -296,22 +301,24 @@ class TestRepublishedDiesAgain(Case):
                 session.ack(copy.tag)
                 if n == 0:
                     # the client's retry: the dead letter goes back, on the same channel, with every header it carries
-                    session.publish(q, copy.body, message_id=copy.message_id, headers=dict(copy.headers))
-                    d = get_within(ctx, session, q, GRACE_S, f"m1 re-published into {q}")
+                    session.publish(q, copy.body, message_id=copy.message_id, headers=dict(copy.headers), expiration_ms=expiration)
             session.sync()
         except ChannelClosed as exc:
             error = closed(exc)
-        return {"source": q, "error": error, "copies": copies, "left": ctx.stats(q).ready}
+        return {"variant": how, "source": q, "error": error, "copies": copies, "left": ctx.stats(q).ready}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         copies = obs["copies"]
         got = [c["id"] for c in copies]
         src = obs["source"]
+        reason = obs.get("variant", "rejected")
         arrived = first_failure(
-            holds(obs["error"] is None, expected="basic.reject(requeue=false) of the re-published m1 accepted",
+            holds(obs["error"] is None, expected="every settlement of the re-published m1 accepted",
                   observed=obs["error"] or "accepted", key="channel-closed"),
-            holds(got == ["m1", "m1"], expected="a dead-lettered copy of m1 after each death, the second after its re-publication",
-                  observed=f"copies {fmt(got)}; {obs['left']} still ready in the queue", key="second-death-lost"),
+            holds(got == ["m1", "m1"], expected=f"a dead-lettered copy of m1 after each death ({reason}), the second after its re-publication",
+                  observed=f"copies {fmt(got)}; {obs['left']} still ready in the queue",
+                  # an expiry from a queue the message already expired from, dropped as a loop: the key a profile may document
+                  key="repeat-expiry-dropped" if reason == "expired" and got == ["m1"] and not obs["left"] else "second-death-lost"),
         )
         if got != ["m1", "m1"]:
             return arrived
@@ -319,14 +326,14 @@ class TestRepublishedDiesAgain(Case):
 
         def check(values: Mapping[str, Any]) -> Verdict:
             history = values["dead-letter.republished-history"]
-            v = same([{"queue": src, "reason": "rejected", "count": 2 if history == "continued" else 1}], got_deaths,
+            v = same([{"queue": src, "reason": reason, "count": 2 if history == "continued" else 1}], got_deaths,
                      what="x-death of the re-published message dead-lettered again", spec=False)
             return replace(v, expected=f"{v.expected} ({history})")
 
         return first_failure(
             arrived,
             judge(self.requirement, profile, queue_type, ["dead-letter.republished-history"], check),
-            same({"x-first-death-queue": src, "x-first-death-reason": "rejected", "x-first-death-exchange": ""},
+            same({"x-first-death-queue": src, "x-first-death-reason": reason, "x-first-death-exchange": ""},
                  first(copies[1]), what="x-first-death-* after the second death", spec=False),
         )
 
