@@ -141,3 +141,13 @@ def test_recover_skips_gets_keeps_the_get_message_redelivery_from_the_client() -
     feed(op, c(commands.Basic.Recover(requeue=True)))
     _, to_client = feed(op, s(*deliver(3, True, mid="m1"), *deliver(4, True, mid="m2")))
     assert [v.delivery_tag for v in decoded(to_client) if isinstance(v, commands.Basic.Deliver)] == [4]
+
+
+def test_recover_strands_tx_acked_commits_the_rollback_only_after_a_recover_over_tx_acks() -> None:
+    op, io = fresh("recover-strands-tx-acked")
+    to_server, _ = feed(op, c(commands.Tx.Select()) + consume() + s(*deliver(1)) + c(commands.Basic.Ack(1), commands.Tx.Rollback()))
+    assert isinstance(decoded(to_server)[-1], commands.Tx.Rollback), "no recover: the rollback is left alone"
+    to_server, _ = feed(op, c(commands.Basic.Ack(1), commands.Basic.Recover(requeue=True), commands.Tx.Rollback()))
+    assert isinstance(decoded(to_server)[-1], commands.Tx.Commit)
+    _, to_client = feed(op, s(*frames091((commands.Tx.CommitOk(), 1))))
+    assert isinstance(decoded(to_client)[0], commands.Tx.RollbackOk)

@@ -218,6 +218,38 @@ class RecoverSkipsGets(Tracker):
         return msg.frames
 
 
+@operator("recover-strands-tx-acked", P, "after basic.recover(requeue=true) on a channel whose open transaction acknowledged a delivery, sends the client's tx.rollback as tx.commit and answers rollback-ok: the acknowledged message never comes back")
+class RecoverStrandsTxAcked(Tracker):
+    """LavinMQ's basic.recover(requeue=true) skips the deliveries acknowledged in the open
+    transaction and then clears them from the channel anyway: a rollback cannot bring them back and
+    they are never requeued (cloudamqp/lavinmq#2206, defect 3). To the client the message is gone,
+    as if the rollback had committed the acknowledgement, which is what the proxy makes happen."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.stranded: set[int] = set()
+        self.renamed: dict[int, int] = {}
+
+    def client_frame(self, frame: Frame) -> list[bytes] | None:
+        ch = frame.channel
+        if frame.name == "basic.recover" and decode(frame).requeue and self.tx_settled.get(ch):
+            self.stranded.add(ch)
+        elif frame.name == "tx.commit":
+            self.stranded.discard(ch)
+        elif frame.name == "tx.rollback" and ch in self.stranded:
+            self.stranded.discard(ch)
+            self.renamed[ch] = self.renamed.get(ch, 0) + 1
+            self.applied(f"tx.rollback on channel {ch} after basic.recover with acks in the transaction sent as tx.commit")
+            return [encode(commands.Tx.Commit(), ch)]
+        return None
+
+    def other_server_frame(self, frame: Frame) -> list[bytes] | None:
+        if frame.name == "tx.commit-ok" and self.renamed.get(frame.channel):
+            self.renamed[frame.channel] -= 1
+            return [encode(commands.Tx.RollbackOk(), frame.channel)]
+        return None
+
+
 # -- concurrent commits (QPID-8309) ---------------------------------------------------------------
 
 @operator("concurrent-commit-fails", P, "answers a tx.commit sent while another connection's tx.commit awaits its commit-ok with connection.close 541 (the later of two concurrent commits fails)")

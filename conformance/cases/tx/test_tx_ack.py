@@ -152,3 +152,36 @@ class TestAckAllCommit(Case):
             accepted(obs["second"], what=f"a second transaction (one publish, tx.commit) after {what}"),
             returned_exactly(obs["remaining"], obs["later"], what=f"in the queue after {what}, a second transaction and channel.close"),
         )
+
+
+class TestAckPendingAcrossRecover(Case):
+    """m1 and m2 delivered to a transacted consumer; m1 acknowledged inside the open transaction;
+    basic.recover(requeue=true); tx.rollback; channel.close. The rollback voids m1's ack, so both
+    messages must be in the queue afterwards, each once (whether recover resent m1 is the broker's
+    business: it was acknowledged, if only provisionally)."""
+
+    requirement = "TX-ACK-PENDING-ACROSS-RECOVER"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, 2)
+        session = ctx.session("consumer")
+        session.select_tx()
+        consumer = session.consume(q, prefetch=10)
+        held = ctx.take(consumer, 2)
+        session.ack(held[0].tag)
+        session.recover(requeue=True)
+        answer = ctx.channel_error(session.rollback)
+        if not answer["closed"]:
+            consumer.cancel()
+        session.close()
+        ctx.await_consumers(q, 0)
+        return {"published": published, "acked_in_tx": held[0].message_id, "rollback": answer,
+                "remaining": [delivery_obs(d) for d in ctx.drain(q)]}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        what = f"ack of {obs['acked_in_tx']} in a transaction, basic.recover(requeue=true), tx.rollback"
+        return first_failure(
+            accepted(obs["rollback"], what=what),
+            returned_exactly(obs["remaining"], obs["published"], what=f"in the queue after {what} and channel.close"),
+        )
