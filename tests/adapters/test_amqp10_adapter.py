@@ -68,6 +68,37 @@ def test_settling_a_presettled_delivery_is_refused_by_the_client(rabbit: RabbitM
         conn.close()
 
 
+def test_receiver_modes_outcomes_and_a_refused_second_mode(rabbit: RabbitMQLocalNode) -> None:
+    conn = ProtonAdapter().connect(rabbit.url)
+    s = conn.session()
+    s.enable_confirms()
+    q = f"conformance.adapter.{time.monotonic_ns()}"
+    s.declare_queue(QueueSpec(name=q))
+    try:
+        s.publish(q, b"x", message_id="m1")
+        r = s.receiver(q, snd_settle_mode="settled", credit=1)
+        assert r.granted["snd-settle-mode"] == "settled" and r.granted["outcomes"]  # RabbitMQ 3.x lists its outcomes
+        assert "amqp:modified:list" not in r.granted["outcomes"]
+        assert r.next(10).presettled is True and r.credit == 0
+        assert r.detach(5).startswith("answered")
+        assert s.transfer(q, b"y", message_id="m2", timeout=5) == "accepted"
+        with pytest.raises(TargetCannot, match="amqp:not-implemented"):
+            conn.session().receiver(q, rcv_settle_mode="second")
+    finally:
+        s.delete_queue(q)
+        conn.close()
+
+
+def test_a_session_window_counts_frames_of_the_max_frame_size_asked(rabbit: RabbitMQLocalNode) -> None:
+    conn = ProtonAdapter().connect(rabbit.url + ("&" if "?" in rabbit.url else "?") + "max-frame-size=4096")
+    try:
+        s = conn.session(incoming_window=2)
+        assert conn._loop.conn.transport.max_frame_size == 4096
+        assert s._ssn.incoming_capacity == 2 * 4096
+    finally:
+        conn.close()
+
+
 def test_cli_with_the_proton_adapter_and_no_broker_exits_2_in_one_line(tmp_path: Path) -> None:
     proc = run_cli("run", "--target", f"amqp://u:secret@127.0.0.1:{closed_port()}/", "--adapter", "proton", "--area", "link",
                    "--out", str(tmp_path / "r"))
