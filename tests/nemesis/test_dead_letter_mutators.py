@@ -152,3 +152,10 @@ def test_repeat_expiry_dropped_drops_only_a_second_expiry() -> None:
     _, to_client, io, _ = run("repeat-expiry-dropped", stream)
     assert mids(to_client) == ["m2"]
     assert [a.delivery_tag for a in decoded(io.server) if isinstance(a, commands.Basic.Ack)] == [1]
+
+
+def test_first_death_exchange_removed_takes_that_header_only_from_dead_letters() -> None:
+    headers = {"x-death": [death("q")], "x-first-death-queue": "q", "x-first-death-exchange": "", "app": "v"}
+    _, to_client, _, _ = run("first-death-exchange-removed", consume("dlq") + s(*deliver(1, "m1", headers)))
+    got = [v.properties.headers for v in decoded(to_client) if isinstance(v, pheader.ContentHeader)]
+    assert set(got[0]) == {"x-death", "x-first-death-queue", "app"}

@@ -104,6 +104,20 @@ class RepeatExpiryDropped(DeliveryOperator):
         return []
 
 
+@operator("first-death-exchange-removed", P, "removes the x-first-death-exchange header from dead-lettered deliveries (x-death and the other death headers kept)")
+class FirstDeathExchangeRemoved(HeaderRewriter):
+    """A broker that leaves x-first-death-exchange off a dead letter (RabbitMQ 4.1.0,
+    rabbitmq/rabbitmq-server#15385, open)."""
+
+    def change(self, props: Any) -> str | None:
+        h = _headers(props)
+        if "x-death" not in h or "x-first-death-exchange" not in h:
+            return None
+        h.pop("x-first-death-exchange")
+        props.headers = h
+        return "x-first-death-exchange removed from a dead-lettered delivery"
+
+
 @operator("queue-ttl-ignored", P, "removes x-message-ttl from queue.declare: the queue never expires its messages by queue TTL, so an unread queue neither drops nor dead-letters them")
 class QueueTtlIgnored(FieldRewriter):
     """A classic queue with a queue message TTL and no consumer that keeps its messages past the TTL
