@@ -149,6 +149,7 @@ class TestCycleWithRejection(Case):
 
 class TestQueueTtlExpiresUnread(Case):
     requirement = "DLX-QUEUE-TTL-EXPIRES-UNREAD"
+    configurations = ("dead-letter-at-least-once",)
 
     def scenario(self, ctx: CaseContext) -> Obs:
         q, dlq = with_dlq(ctx, {"x-message-ttl": TTL_MS})
