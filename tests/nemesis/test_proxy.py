@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 import time
 import uuid
 
@@ -312,3 +313,15 @@ def test_a_fault_on_a_frame_the_protocol_does_not_have_is_unsupported_when_armed
     assert proxy.arm(Fault(Action.CUT, "tx.commit-ok", Sender.SERVER)).frame == "tx.commit-ok"
     proxy.protocol = None  # a proxy that does not know its protocol checks nothing
     assert proxy.arm(Fault(Action.CUT, "no-such-frame")).frame == "no-such-frame"
+
+
+def test_a_delay_is_struck_before_it_has_fired(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
+    """`struck` marks the start of the fault's act (a case acts while the peer is held), `fired` its end."""
+    session = PikaAdapter().connect(proxy.url(rabbit.url), op_timeout=2.0).session()
+    hold = proxy.arm(Fault(Action.DELAY, "queue.declare-ok", Sender.SERVER, delay_s=0.5))
+    done = threading.Thread(target=queue, args=(session,), daemon=True)
+    done.start()
+    assert hold.struck.wait(5), "the hold began"
+    assert not hold.fired.is_set(), "fired only once the hold is over"
+    assert hold.wait(5) and hold.hit and "queue.declare-ok" in hold.hit
+    done.join(5)
