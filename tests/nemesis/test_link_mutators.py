@@ -91,3 +91,10 @@ def test_settle_mode_misreported_only_in_the_brokers_attach_of_a_sending_link() 
     to_server, to_client, _, m = run("settle-mode-misreported", [(C, client), (S, sending), (S, receiving)])
     assert int(fields10(to_server[0])[3]) == 0
     assert [int(fields10(r)[3]) for r in to_client] == [1, 0] and m.rewritten == 1
+
+
+def test_disposition_doubled_repeats_the_brokers_settlement_of_a_sender_only() -> None:
+    to_sender = perf10(DISPOSITION, [True, uint(0), uint(2), True, Described(ulong(0x24), [])])
+    to_receiver = perf10(DISPOSITION, [False, uint(5), None, True, Described(ulong(0x24), [])])
+    _, to_client, _, m = run("disposition-doubled", [(S, to_sender), (S, to_receiver)])
+    assert names(to_client) == [("disposition", 0)] * 3 and to_client[0] == to_client[1] and m.rewritten == 1

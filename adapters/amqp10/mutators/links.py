@@ -255,3 +255,15 @@ class SettleModeMisreported(Mutator):
         fields[SND_SETTLE_MODE] = ubyte(self.SWAP.get(was, 0))
         self.applied(f"attach {fields[0]!r}: snd-settle-mode {self.NAMES[was]} -> {self.NAMES[self.SWAP.get(was, 0)]}")
         return [rebuild(f, ATTACH, fields)]
+
+
+@operator("disposition-doubled", P, "sends every disposition the broker gives a sender twice: each transfer is settled a second time")
+class DispositionDoubled(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not S or f.name != "disposition":
+            return None
+        _, fields, _ = split(f.raw)
+        if not fields or not fields[0]:  # role receiver: the broker settling a sender's transfers
+            return None
+        self.applied(f"disposition {fields[1]}..{fields[2] if len(fields) > 2 and fields[2] is not None else fields[1]} sent twice")
+        return [f.raw, f.raw]
