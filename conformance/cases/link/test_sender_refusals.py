@@ -1,5 +1,6 @@
-"""What an AMQP 1.0 sender is told when the broker does not take its message: a queue over its
-length limit with overflow reject-publish, and an address with no node behind it.
+"""What an AMQP 1.0 sender is told about its transfers: one settlement each when the queue takes
+them, and a refusal when it does not (a queue over its length limit with overflow reject-publish,
+an address with no node behind it).
 
 Each transfer is sent unsettled and waited for: the broker's disposition names the outcome
 (messaging 3.4), so the sender knows per message whether the queue has it.
