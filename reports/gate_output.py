@@ -123,6 +123,8 @@ def print_console(result: dict[str, Any], *, everything: bool = False) -> None:
             console.print(f"  Expected: {r.get('expected') or ''}\n  Actual:   {r.get('observed') or ''}", markup=False)
         if r.get("reason"):
             console.print(f"  Reason:   {r['reason']}", markup=False)
+        if r.get("known_bug"):
+            console.print(f"  Known bug: {r['known_bug']}", markup=False)
         if r.get("profile_differences"):
             console.print(f"  Profile:  {'; '.join(r['profile_differences'])}", markup=False)
     for r in result["undecided"]:

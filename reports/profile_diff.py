@@ -15,9 +15,9 @@ A difference is one member of the resolved profile (reports lists them by sectio
 - ``entries``: one row of an entry (``key`` or ``key [queue type]``): it touches the cells of the
   requirements that read the key (``read_by`` in conformance/catalogue/data/profile_keys.yaml) whose
   queue type reads that row on either side;
-- ``deviations`` (by requirement, queue types, observed) and ``unsupported`` (by requirement, queue
-  types): the cells of that requirement and queue types (a deviation's ``versions`` restrict it to
-  the servers of that side it affects);
+- ``deviations`` and ``known_bugs`` (by requirement, queue types, observed) and ``unsupported`` (by
+  requirement, queue types): the cells of that requirement and queue types (a deviation's or known
+  bug's ``versions`` restrict it to the servers of that side it affects);
 - ``lacks`` (by capability): the cells of every requirement that needs the capability;
 - ``queue_types`` (by name): every cell of that queue type;
 - ``match`` (product, versions, protocols): which servers the profile claims; it touches no cell.
@@ -35,9 +35,10 @@ from typing import Any
 from reports.runs import RunMeta
 
 #: The sections a difference can be in, in the order they are listed.
-SECTIONS = ("match", "queue_types", "entries", "deviations", "unsupported", "lacks")
+SECTIONS = ("match", "queue_types", "entries", "deviations", "known_bugs", "unsupported", "lacks")
 #: What identifies an item of a list section (as conformance.catalogue.profiles merges them).
-IDENTITY = {"deviations": ("requirement", "queue_types", "observed"), "unsupported": ("requirement", "queue_types")}
+IDENTITY = {"deviations": ("requirement", "queue_types", "observed"), "known_bugs": ("requirement", "queue_types", "observed"),
+            "unsupported": ("requirement", "queue_types")}
 #: The fields of a cell a difference names.
 CELL_FIELDS = ("requirement", "config", "column", "queue_type", "case_id")
 
@@ -190,7 +191,7 @@ def _touches(d: dict[str, Any], cell: dict[str, Any], side_data: dict[str, Any],
         qts = scope["queue_types"]
         if cell["requirement"] != scope["requirement"] or not (qts is None or qt is None or qt in qts):
             return False
-        return section != "deviations" or _affects(side_item, cell.get("version"))
+        return section not in ("deviations", "known_bugs") or _affects(side_item, cell.get("version"))
     if section == "lacks":
         from conformance.catalogue.requirements import catalogue
 
@@ -265,7 +266,7 @@ def _text(d: dict[str, Any], side: str) -> str:
     fields = d["fields"]
     if isinstance(item, dict) and d["section"] == "entries" and (not fields or "value" in fields):
         return show(item.get("value"))
-    if isinstance(item, dict) and not fields and d["section"] in ("deviations", "unsupported", "lacks"):
+    if isinstance(item, dict) and not fields and d["section"] in ("deviations", "known_bugs", "unsupported", "lacks"):
         return show({k: item[k] for k in ("kind", "versions", "reason") if item.get(k)})
     return show(item, fields)
 

@@ -30,8 +30,11 @@ RESULT_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("verdict", "string", "pass, fail, deviation, unsupported, undocumented, error or blocked (a preflight assumption the target broke)"),
     ("spec_verdict", "string", "the verdict against the specification alone"),
     ("vendor_verdict", "string", "the verdict against the broker's documented behaviour (profile)"),
-    ("reason", "string", "why a deviation/unsupported/undocumented (the profile entry)"),
+    ("reason", "string", ("why a deviation/unsupported/undocumented (the profile entry); for a fail the profile names as a "
+                          "known bug, \"known broker bug, open upstream: \" and the entry's reason")),
     ("citation", "string", "the source of that reason"),
+    ("known_bug", "string", ("for a `fail` whose observation matches a profile's `known_bugs` entry (a bug reported upstream "
+                             "and still open), that entry's source, the upstream report; the verdict stays `fail`; null otherwise")),
     ("unsupported_kind", "string", ("for an `unsupported` verdict, which of its three meanings: `cannot-express` (the adapter or protocol "
                                     "cannot express the requirement), `refused` (the broker refused an optional feature cleanly, in the "
                                     "protocol's own way; the refusal is in `observed`) or `no-fault` (the target cannot take the fault "

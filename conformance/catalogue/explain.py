@@ -172,7 +172,9 @@ def sections(run: dict[str, Any], record: dict[str, Any], req: Requirement | Non
     ]
     if record.get("reason"):
         verdict.append(f"cause: {record['reason']}")
-    if record.get("citation"):
+    if record.get("known_bug"):
+        verdict.append(f"known bug (open upstream, still a fail): {record['known_bug']}")
+    elif record.get("citation"):
         verdict.append(f"citation: {record['citation']}")
     out = [Section("Requirement", tuple(head)), Section("Case", tuple(case)), Section("Verdict", tuple(verdict))]
     if record.get("traceback"):

@@ -6,7 +6,9 @@ A profile never makes a failure pass silently. It can
   with that reason) or ``kind: refused`` with the ``refusal`` the broker answers (the case runs; the
   refusal seen on the wire makes it unsupported, anything else is judged),
 - document a deviation: a failure whose observed behaviour matches the documented one is reported
-  as a deviation, with the citation, instead of a plain failure.
+  as a deviation, with the citation, instead of a plain failure,
+- name a known bug (``known_bugs``): a failure whose observed behaviour matches a bug reported
+  upstream and still open stays a failure, and carries the upstream reference.
 
 Profiles are YAML files shipped by plugins (entry-point group ``conformance.profiles``: the folders
 adapters/<product>/profiles/ and a plugin package's own), or any path given with ``--profile``, chosen
@@ -20,7 +22,7 @@ differs from its parent; :func:`resolve` turns it into a whole profile before it
 - ``entries`` by key, then by row (the default row ``value``/``source``/``reason`` as one, each
   ``by_queue_type`` row by queue type): a child's row replaces the parent's whole, with its own
   citation and reason, and the parent's other rows stay;
-- ``deviations`` (by requirement, queue types and observed), ``unsupported`` (by requirement and queue
+- ``deviations`` and ``known_bugs`` (by requirement, queue types and observed), ``unsupported`` (by requirement and queue
   types) and ``lacks`` (by capability): an item with the identity of an inherited one replaces it in
   place, any other is added after the inherited ones;
 - removal is explicit, of an inherited member only: ``null`` for an entry, an entry's
@@ -31,6 +33,7 @@ A parent may itself extend another; a cycle or an unknown parent is refused.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from functools import cache
@@ -48,7 +51,7 @@ from conformance.errors import UsageError
 from conformance.unsupported import CANNOT_EXPRESS, REFUSED
 
 #: The top-level keys a profile file may have.
-PROFILE_FIELDS = ("id", "title", "checked", "extends", "match", "queue_types", "entries", "deviations", "unsupported", "lacks")
+PROFILE_FIELDS = ("id", "title", "checked", "extends", "match", "queue_types", "entries", "deviations", "known_bugs", "unsupported", "lacks")
 #: Entry-point group of plugins shipping profiles: each entry point names a package directory of
 #: profile YAML files (a STOMP package brings the profiles of its brokers).
 PROFILE_GROUP = "conformance.profiles"
@@ -65,20 +68,20 @@ class Entry:
 
 @dataclass(frozen=True)
 class Documented:
-    """A deviation or an unsupported requirement, as the profile documents it."""
+    """A deviation, a known bug or an unsupported requirement, as the profile documents it."""
 
     requirement: str
     queue_types: tuple[str, ...] | None
     reason: str
     source: str
-    #: For deviations: the observation key the verdict must report for the deviation to apply.
+    #: For deviations and known bugs: the observation key the verdict must report for the entry to apply.
     observed: str | None = None
     #: For unsupported entries: cannot-express (the case is not run) or refused (the case runs and
     #: must see ``refusal`` on the wire: a reply code and its words such as "406 x-delivery-limit",
     #: or an AMQP 1.0 condition).
     kind: str = ""
     refusal: str = ""
-    #: For deviations: the server version ranges it affects, any of them (a bug fixed in a patch
+    #: For deviations and known bugs: the server version ranges it affects, any of them (a bug fixed in a patch
     #: release inside the profile's range applies only before the fix); None: every version the
     #: profile matches.
     versions: tuple[str, ...] | None = None
@@ -128,6 +131,9 @@ class Profile:
     #: Capabilities (conformance/catalogue/data/capabilities.yaml) the broker does not offer, by name, with reason
     #: and source: every requirement needing one is reported unsupported by the target.
     lacks: dict[str, Documented] = field(default_factory=dict)
+    #: Bugs reported upstream and still open that the broker has: a failure matching one stays a
+    #: failure (a profile explains, it never excuses) and carries the upstream reference.
+    known_bugs: list[Documented] = field(default_factory=list)
     #: The version the judged server announced (set by :func:`select_profile`), "" when unknown.
     server_version: str = ""
 
@@ -153,11 +159,17 @@ class Profile:
         return next((u for u in self.unsupported if u.applies(requirement, queue_type)), None)
 
     def deviation(self, requirement: str, queue_type: str | None, observed_key: str | None) -> Documented | None:
-        return next(
-            (d for d in self.deviations
-             if d.applies(requirement, queue_type) and d.observed == observed_key and d.affects(self.server_version)),
-            None,
-        )
+        return _matching(self.deviations, requirement, queue_type, observed_key, self.server_version)
+
+    def known_bug(self, requirement: str, queue_type: str | None, observed_key: str | None) -> Documented | None:
+        """The open upstream bug a failure with this observation key shows, if the profile names one."""
+        return _matching(self.known_bugs, requirement, queue_type, observed_key, self.server_version)
+
+
+def _matching(items: list[Documented], requirement: str, queue_type: str | None, observed_key: str | None,
+              server_version: str) -> Documented | None:
+    return next((d for d in items
+                 if d.applies(requirement, queue_type) and d.observed == observed_key and d.affects(server_version)), None)
 
 
 def _one_line(text: Any) -> str:
@@ -261,7 +273,7 @@ def parse_profile(data: Any, origin: str) -> Profile:
             SpecifierSet(versions)
         except InvalidSpecifier as exc:
             raise UsageError(f"{origin}: bad version range {versions!r}: {exc}") from exc
-    for key, kind in (("queue_types", dict), ("entries", dict), ("deviations", list), ("unsupported", list), ("match", dict)):
+    for key, kind in (("queue_types", dict), ("entries", dict), ("deviations", list), ("known_bugs", list), ("unsupported", list), ("match", dict)):
         if data.get(key) is not None and not isinstance(data[key], kind):
             raise UsageError(f"{origin}: {key!r} must be a {'mapping' if kind is dict else 'list'}, not {type(data[key]).__name__}")
     if not isinstance(match.get("protocols"), list):
@@ -321,11 +333,31 @@ def parse_profile(data: Any, origin: str) -> Profile:
         queue_types=qts,
         entries=entries,
         deviations=_documented(data.get("deviations"), f"{origin}: deviations", True),
+        known_bugs=_known_bugs(data.get("known_bugs"), f"{origin}: known_bugs"),
         unsupported=_documented(data.get("unsupported"), f"{origin}: unsupported", False, unsupported=True),
         checked=str(data.get("checked", "")),
         path=origin,
         lacks=_lacks(data.get("lacks"), f"{origin}: lacks"),
     )
+
+
+#: A link to the upstream tracker's report (an issue, a pull request, a ticket).
+_URL = re.compile(r"https?://\S+")
+#: The words by which a known bug's source says the report is still open upstream.
+_OPEN = re.compile(r"\bopen\b", re.IGNORECASE)
+
+
+def _known_bugs(items: Any, where: str) -> list[Documented]:
+    """``known_bugs``: the shape of ``deviations``, each source citing the upstream report by URL and
+    saying it is open. A bug fixed in a later release is a deviation on the affected versions instead."""
+    out = _documented(items, where, True)
+    for i, doc in enumerate(out):
+        if not _URL.search(doc.source):
+            raise UsageError(f"{where}[{i}].source: cite the upstream report by its URL (the tracker's issue or pull request)")
+        if not _OPEN.search(doc.source):
+            raise UsageError(f"{where}[{i}].source: say that the upstream report is open; a bug fixed in a later release is "
+                             "a deviation on the affected versions, citing the fix")
+    return out
 
 
 def _lacks(items: Any, where: str) -> dict[str, Documented]:
@@ -386,6 +418,7 @@ def _resolve(data: Any, origin: str, lookup: Lookup, chain: tuple[str, ...]) -> 
 #: What identifies an item of a list section, for a child to replace or remove it.
 _IDENTITY = {
     "deviations": ("requirement", "queue_types", "observed"),
+    "known_bugs": ("requirement", "queue_types", "observed"),
     "unsupported": ("requirement", "queue_types"),
     "lacks": ("capability",),
 }

@@ -96,9 +96,11 @@ def command(args: argparse.Namespace) -> int:
     c = matrix["counts"]
     console.print(f"kill matrix: {c['cases']} cases ({c['provable']} provable), {c['mutations']} mutations, {c['kills']} kills, "
                   f"{c['blind_spots']} blind spots, {c['unexercised']} unexercised, {c['unproven']} unproven ({c['unproven_must']} MUST), "
-                  f"{c['false_alarms']} false alarms, {matrix['wall_s']:.0f}s", markup=False)
+                  f"{c['false_alarms']} false alarms, {c.get('known_failures', 0)} known failures, {matrix['wall_s']:.0f}s", markup=False)
     for problem in matrix["problems"]:
         console.print(f"PROBLEM: {problem}", markup=False)
+    for known in matrix.get("known_failures") or []:
+        console.print(f"  known failure (broker bug open upstream, not a false alarm): {known['case']}: {known['known_bug']}", markup=False)
     levels = {c["case"]: (c["level"], c["clean"]) for c in matrix["cases"]}
     for case in matrix["unproven"]:
         level, clean = levels[case]

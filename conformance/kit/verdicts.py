@@ -40,6 +40,9 @@ class Verdict:
     citation: str = ""
     #: For an UNSUPPORTED verdict, which of its three meanings (conformance.unsupported.KINDS).
     unsupported_kind: str = ""
+    #: For a FAIL the profile names as a bug open upstream: the report's citation, also the verdict's
+    #: ``citation`` (the source of its reason); the verdict stays a fail.
+    known_bug: str = ""
 
     @property
     def vendor(self) -> str:
@@ -54,7 +57,9 @@ class Verdict:
         lines = [f"{requirement_id} [{level}] {self.outcome.value.upper()}{kind}", f"  Expected: {self.expected}", f"  Actual:   {self.observed}"]
         if self.reason:
             lines.append(f"  Reason:   {self.reason}")
-        if self.citation:
+        if self.known_bug:
+            lines.append(f"  Known bug: {self.known_bug}")
+        elif self.citation:
             lines.append(f"  Source:   {self.citation}")
         return "\n".join(lines)
 
@@ -111,9 +116,15 @@ def spec_scope(v: Verdict, level: str | None) -> Verdict:
     return v
 
 
+#: How the reason of a failure the profile names as a known bug starts.
+KNOWN_BUG_REASON = "known broker bug, open upstream: "
+
+
 def apply_profile(v: Verdict, requirement_id: str, queue_type: str | None, profile: Profile) -> Verdict:
-    """Turn a failure whose observed behaviour the profile documents into a deviation; strip the spec
-    verdict of an EXTENSION requirement (:func:`spec_scope`)."""
+    """Turn a failure whose observed behaviour the profile documents into a deviation; give a failure
+    the profile names as a known bug (open upstream) its reference, a failure still; strip the spec
+    verdict of an EXTENSION requirement (:func:`spec_scope`). A deviation wins over a known bug: a bug
+    fixed in a later release is a deviation on the versions it affects."""
     from conformance.catalogue.requirements import catalogue
 
     req = catalogue().get(requirement_id)
@@ -122,9 +133,12 @@ def apply_profile(v: Verdict, requirement_id: str, queue_type: str | None, profi
     if v.outcome is not Outcome.FAIL:
         return v
     doc = profile.deviation(requirement_id, queue_type, v.key)
-    if doc is None:
-        return v
-    return replace(v, outcome=Outcome.DEVIATION, reason=doc.reason, citation=doc.source)
+    if doc is not None:
+        return replace(v, outcome=Outcome.DEVIATION, reason=doc.reason, citation=doc.source)
+    bug = profile.known_bug(requirement_id, queue_type, v.key)
+    if bug is not None:
+        return replace(v, reason=KNOWN_BUG_REASON + bug.reason, citation=bug.source, known_bug=bug.source)
+    return v
 
 
 def ids(deliveries: Sequence[dict[str, Any]]) -> list[str]:

@@ -53,7 +53,9 @@ def case_block(record: dict[str, Any], out: Path | None, *, debug: bool = False)
              f"  Actual:   {record.get('observed') or '-'}"]
     if record.get("reason"):
         lines.append(f"  Cause:    {record['reason']}")
-    if record.get("citation"):
+    if record.get("known_bug"):
+        lines.append(f"  Known bug: {record['known_bug']}")
+    elif record.get("citation"):
         lines.append(f"  Citation: {record['citation']}")
     if out is not None:
         lines.append(f"  Trace:    {out / 'results.jsonl'}; conformance explain {shlex.quote(str(out))} {shlex.quote(str(record.get('case_id', '')))}")

@@ -109,6 +109,7 @@ def case_fields(result: Result) -> dict[str, Any]:
     fields.update(
         variant=result.variant,
         citation=v.citation,
+        known_bug=v.known_bug or None,
         unsupported_kind=v.unsupported_kind or None,
         duration_s=result.duration_s,
         lock_wait_s=result.lock_wait_s,

@@ -1,5 +1,5 @@
 """Judging the self-test's runs: the kill matrix (kills, blind spots, unproven cases, false alarms,
-declared expectations met or missed)."""
+known failures, declared expectations met or missed)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
             case = case_of(rec)
             cases[case] = {"case": case, "requirement": rec["requirement"], "level": rec["level"], "area": rec["area"],
                            "queue_type": rec.get("queue_type"), "variant": rec.get("variant"), "clean": rec["verdict"],
-                           "clean_observed": rec.get("observed", "") if rec["verdict"] not in PROVABLE else ""}
+                           "clean_observed": rec.get("observed", "") if rec["verdict"] not in PROVABLE else "",
+                           "known_bug": rec.get("known_bug") or None}
     provable = {c for c, info in cases.items() if info["clean"] in PROVABLE}
     kills: list[dict[str, Any]] = []
     cells: list[dict[str, Any]] = []
@@ -66,7 +67,10 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
     # A documented deviation that no mutation changed: the broker never reaches the state the
     # requirement is about (e.g. a queue unavailable after kill -9), so nothing there can be proven.
     unproven_deviation = [c for c in unproven if cases[c]["clean"] == "deviation"]
-    false_alarms = sorted(c for c, info in cases.items() if info["clean"] == "fail")
+    # A clean fail the profile names as a known bug (open upstream) is the broker's, not the suite's:
+    # reported, never a problem, and not provable (no mutation can make the broker fail it more).
+    known_failures = sorted(c for c, info in cases.items() if info["clean"] == "fail" and info["known_bug"])
+    false_alarms = sorted(c for c, info in cases.items() if info["clean"] == "fail" and not info["known_bug"])
     clean_errors = sorted(c for c, info in cases.items() if info["clean"] == "error")
     misattributed = [{"mutation": m["name"], "expected": m["breaks"], "caught_by": m["killed_requirements"]}
                      for m in mut if m["killed_requirements"] and m["breaks"] and not set(m["breaks"]) & set(m["killed_requirements"])]
@@ -100,13 +104,15 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
         "unproven_must": unproven_must,
         "unproven_deviation": unproven_deviation,
         "false_alarms": false_alarms,
+        "known_failures": [{"case": c, "requirement": cases[c]["requirement"], "known_bug": cases[c]["known_bug"]}
+                           for c in known_failures],
         "clean_errors": clean_errors,
         "misattributed": misattributed,
         "missed": missed,
         "counts": {"cases": len(cases), "provable": len(provable), "mutations": len(by_mutation), "kills": len(kills),
                    "killed_cases": len(killers), "blind_spots": len(blind), "unexercised": len(unexercised),
                    "unproven": len(unproven), "unproven_must": len(unproven_must), "unproven_deviation": len(unproven_deviation),
-                   "false_alarms": len(false_alarms)},
+                   "false_alarms": len(false_alarms), "known_failures": len(known_failures)},
         "problems": problems,
         "ok": not problems,
         "reach": {k: sorted(v) for k, v in reach.items()},

@@ -31,10 +31,11 @@ def markdown(m: dict[str, Any]) -> str:
         f"{c['cases']} cases ({c['provable']} provable: pass or documented deviation on the clean run), {c['mutations']} mutations, "
         f"{c['kills']} kills, {c['killed_cases']} cases killed, {c['blind_spots']} blind spots, {c['unexercised']} unexercised, "
         f"{c['unproven']} unproven ({c['unproven_must']} MUST, {c['unproven_deviation']} documented deviations), "
-        f"{c['false_alarms']} false alarms; {m['wall_s']:.0f} s.",
+        f"{c['false_alarms']} false alarms, {c.get('known_failures', 0)} known failures; {m['wall_s']:.0f} s.",
         "",
         "**Result: " + ("OK**" if m["ok"] else "PROBLEMS**\n\n" + "\n".join(f"- {p}" for p in m["problems"])),
         "",
+        *_known_failures_md(m),
         "## Mutations",
         "",
         "| mutation | frames rewritten | cases run | killed requirements | declared to break | missed | errors |",
@@ -47,6 +48,16 @@ def markdown(m: dict[str, Any]) -> str:
     for case in m["cases"]:
         lines.append(f"| `{case['case']}` | {case['level']} | {case['clean']} | {', '.join(case['killed_by']) or ('**unproven**' if case['clean'] in PROVABLE else '')} |")
     return "\n".join(lines) + "\n"
+
+
+def _known_failures_md(m: dict[str, Any]) -> list[str]:
+    """The clean run's fails the profile names as known broker bugs, open upstream: the broker's, not
+    false alarms, and no mutation can prove a case there."""
+    known = m.get("known_failures") or []
+    if not known:
+        return []
+    return ["## Known failures (broker bugs open upstream: not false alarms, not provable)", "",
+            *(f"- `{k['case']}`: {k['known_bug']}" for k in known), ""]
 
 
 def html(m: dict[str, Any]) -> str:
@@ -76,6 +87,8 @@ def html(m: dict[str, Any]) -> str:
         cls = "unproven" if provable and not case["killed_by"] else ("na" if not provable else "")
         rows.append(f'<tr class="{cls}"><th>{e(case["case"])}</th><td>{e(case["level"])}</td><td>{e(case["clean"])}</td>{"".join(tds)}</tr>')
     problems = "".join(f"<li>{e(p)}</li>" for p in m["problems"]) or "<li>none</li>"
+    known_items = "".join(f"<li>{e(k['case'])}: {e(k['known_bug'])}</li>" for k in m.get("known_failures") or [])
+    known = f"\n<p>Known failures (broker bugs open upstream: not false alarms, not provable):</p><ul>{known_items}</ul>" if known_items else ""
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>Kill matrix {e(m['product'])} {e(m['version'])} {e(m['protocol'])}</title>
 <style>body{{font:13px system-ui,sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ddd;padding:1px 4px}}
 th.v{{height:14em;white-space:nowrap;vertical-align:bottom}}th.v div{{transform:rotate(-60deg);width:1.4em;transform-origin:left bottom}}
@@ -83,8 +96,8 @@ td.k{{background:#c62828;color:#fff;text-align:center}}td.e{{background:#f9a825;
 tr.unproven th{{background:#ffe082}}tr.na{{color:#aaa}}tbody th{{text-align:left;font-weight:normal;white-space:nowrap}}</style></head><body>
 <h1>Self-test kill matrix: {e(m['product'])} {e(m['version'])} over {e(m['protocol'])}</h1>
 <p>{c['cases']} cases ({c['provable']} provable), {c['mutations']} mutations, <b>{c['kills']} kills</b>, {c['blind_spots']} blind spots,
-{c['unproven']} unproven ({c['unproven_must']} MUST), {c['false_alarms']} false alarms; {m['wall_s']:.0f} s. Result: <b>{'OK' if m['ok'] else 'PROBLEMS'}</b></p>
-<ul>{problems}</ul>
+{c['unproven']} unproven ({c['unproven_must']} MUST), {c['false_alarms']} false alarms, {c.get('known_failures', 0)} known failures; {m['wall_s']:.0f} s. Result: <b>{'OK' if m['ok'] else 'PROBLEMS'}</b></p>
+<ul>{problems}</ul>{known}
 <p>&#x2715;: the case failed under the mutation (hover: what it observed); E: error; &middot;: ran and passed; blank: the mutation never touched the case.
 Yellow rows: provable but unproven. Grey rows: not provable on this target (unsupported, not applicable).</p>
 <table><thead><tr><th>case</th><th>level</th><th>clean</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></body></html>
