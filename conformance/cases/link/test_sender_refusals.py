@@ -25,13 +25,15 @@ class TestSenderRefused(Case):
 
     def scenario(self, ctx: CaseContext) -> Obs:
         q = ctx.queue(REFUSING)
-        session = ctx.session("sender")
+        conn = ctx.connect("sender")
+        session = conn.session()
         ids = [f"m{i}" for i in range(1, SENT + 1)]
         outcomes: dict[str, str] = {}
         for m in ids:
             outcomes[m] = session.transfer(q, m.encode(), message_id=m, timeout=PROMPT_S)
             if outcomes[m].split(" ")[0] not in ("accepted", *NOT_TAKEN):
-                break  # the session is gone or silent: the later transfers would say nothing new
+                conn.cut()  # the session is gone or silent: nothing more to learn from it, nor to close
+                break
         # A fresh session: a broker may end the session of a link it refuses.
         absent = ctx.session("sender-to-nowhere").transfer(ctx.queue_name("absent"), b"a1", message_id="a1", timeout=PROMPT_S)
         # What the queue holds, read without publishing to it (a sentinel would be refused too).
@@ -40,6 +42,7 @@ class TestSenderRefused(Case):
         taker = reader.receiver(q, credit=ready)
         taker.received(ready, WAIT_S)
         held = [d.message_id for d in taker.buffer]
+        taker.detach(PROMPT_S)
         return {"sent": list(outcomes), "limit": LIMIT, "outcomes": outcomes, "absent": absent, "ready": ready, "held": held}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
