@@ -12,6 +12,7 @@ from conformance.catalogue.requirements import catalogue
 from conformance.cli import EXIT_OK
 from conformance.runner.results import read_results, read_run
 from tests.e2e.test_e2e_rabbitmq import run_cli
+from tests.support.known_bugs import known_bug_fail
 
 PROFILE = select_profile("RabbitMQ", "3.10.8", "amqp-1.0")
 
@@ -41,7 +42,8 @@ def test_catalogue_through_the_proton_adapter(rabbit: RabbitMQLocalNode, tmp_pat
                 r["requirement"] == "LINK-UNRELIABLE-NO-SETTLE" and "not tested" in r["reason"]), r
         else:
             assert applies, r
-            assert r["verdict"] in ("pass", "deviation"), (r["case_id"], r["verdict"], r["observed"])
+            # a profile's known bug (open upstream) stays a fail, with its reference; no other fail
+            assert r["verdict"] in ("pass", "deviation") or known_bug_fail(r), (r["case_id"], r["verdict"], r["observed"])
             ran_10.add(r["requirement"])
     # The shared requirements really ran over AMQP 1.0, not only the link area.
     assert {"ACK-REDELIVER-ON-CONNECTION-LOSS", "ACK-ACKED-NEVER-REDELIVERED", "NACK-SINGLE-REQUEUE", "NACK-DISCARD",

@@ -23,6 +23,7 @@ from conformance.runner.results import read_results, read_run
 from tests.conftest import ROOT, conformance_cmd
 from tests.support.cells import catalogue_cells
 from tests.support.kill_loss import lost_to_kill
+from tests.support.known_bugs import known_bug_fail
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -32,10 +33,11 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
 def test_catalogue_passes_on_rabbitmq_classic_and_quorum(rabbit: RabbitMQLocalNode, tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = run_cli("run", "--target", rabbit.url, "--out", str(out), "--workers", "2")
-    assert proc.returncode == EXIT_OK, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = read_run(out)
     assert (run["product"], run["profile"], run["status"]) == ("RabbitMQ", "rabbitmq-3.10", "finished")
     recs = list(read_results(out))
+    # the profile's known bugs (open upstream) stay fails: the exit code is theirs, nothing else fails
+    assert proc.returncode == exit_code(recs), proc.stdout[-3000:] + proc.stderr[-3000:]
     assert {r["run_id"] for r in recs} == {run["run_id"]}
     # "unsupported" only where it is due: the profile says so for that queue type, or the case needs
     # broker faults and an external URL cannot be restarted by the suite.
@@ -57,9 +59,13 @@ def test_catalogue_passes_on_rabbitmq_classic_and_quorum(rabbit: RabbitMQLocalNo
     assert all(r["unsupported_kind"] == "no-fault" for r in unsupported if "cannot be restarted" in r["reason"])
     limit = [r for r in unsupported if r["requirement"] in ("LIMIT-MAX-DELIVERIES", "LIMIT-DEAD-LETTER", "LIMIT-COUNT-HEADER")]
     assert limit and all(r["queue_type"] == "classic" and r["unsupported_kind"] == "refused" and "406" in r["observed"] for r in limit)
-    bad = [(r["case_id"], r["verdict"], r["observed"]) for r in recs if r["verdict"] not in ("pass", "deviation", "unsupported")]
+    bad = [(r["case_id"], r["verdict"], r["observed"]) for r in recs
+           if r["verdict"] not in ("pass", "deviation", "unsupported") and not known_bug_fail(r)]
     assert not bad, bad
     assert all(r["citation"] for r in recs if r["verdict"] == "deviation")
+    known = [r for r in recs if known_bug_fail(r)]
+    # #14485 (prefetch 0 held at 2000 on quorum queues) shows on every run
+    assert any(r["requirement"] == "PREFETCH-ZERO-UNLIMITED" and "14485" in r["known_bug"] for r in known), known
     # every requirement ran on both queue types (nothing silently skipped)
     ran = {(r["requirement"], r["queue_type"]) for r in recs}
     expected = {(c.requirement, qt) for c in all_cases() for qt in (c.queue_types or ("classic", "quorum"))}
@@ -69,7 +75,9 @@ def test_catalogue_passes_on_rabbitmq_classic_and_quorum(rabbit: RabbitMQLocalNo
         assert all(key in r for r in recs), key
     # JUnit: one testcase per record, no failures
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
-    assert suite is not None and int(suite.get("tests", 0)) == len(recs) and int(suite.get("failures", 0)) == 0
+    assert suite is not None and int(suite.get("tests", 0)) == len(recs) and int(suite.get("failures", 0)) == len(known)
+    failures = [tc.find("failure") for tc in suite.iter("testcase") if tc.find("failure") is not None]
+    assert all("Known bug: https://github.com/rabbitmq/rabbitmq-server/issues/" in (f.get("message", "") + (f.text or "")) for f in failures)
     # Allure: requirement, area and severity labels on every result
     results = [json.loads(p.read_text()) for p in (out / "allure-results").glob("*-result.json")]
     assert len(results) == len(recs)
@@ -262,8 +270,9 @@ def test_persistence_area_restarts_and_kills_a_launched_node(tmp_path: Path) -> 
     flaky_loss = []
     leaderless = {"PERSIST-CONFIRMED-SURVIVES", "PERSIST-REQUEUED-REDELIVERED", "PERSIST-PURGED-STAYS-GONE", "PERSIST-DELIVERY-COUNT-SURVIVES"}
     for key, r in recs.items():
-        if key[0] in leaderless and key[1:] == ("quorum", "kill") and r["verdict"] == "deviation":
-            assert "10070" in r["citation"]
+        if key[0] in leaderless and key[1:] == ("quorum", "kill") and r["verdict"] != "pass":
+            # rabbitmq-server#10070 (open), intermittent: a pass or the known bug's fail, never another fail
+            assert known_bug_fail(r, "10070"), (key, r["observed"])
         elif key[0] == "PERSIST-DELIVERY-COUNT-SURVIVES" and key[1] == "classic":
             assert r["verdict"] == "unsupported" and "x-delivery-limit" in r["reason"], (key, r)  # classic queues have no delivery limit
         elif key == ("PERSIST-NON-DURABLE-QUEUE-GONE", "quorum", None):
@@ -272,5 +281,5 @@ def test_persistence_area_restarts_and_kills_a_launched_node(tmp_path: Path) -> 
             flaky_loss.append(key)
         else:
             assert r["verdict"] == "pass", (key, r["observed"])
-    assert proc.returncode == (1 if flaky_loss else EXIT_OK), proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert proc.returncode == exit_code(list(recs.values())), proc.stdout[-3000:] + proc.stderr[-2000:]
     assert all("case deadline" not in r["observed"] for r in recs.values())

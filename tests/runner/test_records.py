@@ -21,11 +21,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: Every field of a decided case's record (results.jsonl; the writer adds ``schema``).
 DECIDED = {"adapter", "adapter_library", "area", "attempt", "case_id", "catalogue_digest", "citation", "duration_s", "expected",
-           "finished_at", "history", "level", "lock_wait_s", "observations", "observed", "product", "profile", "profile_digest",
+           "finished_at", "history", "known_bug", "level", "lock_wait_s", "observations", "observed", "product", "profile", "profile_digest",
            "protocol", "pytest_outcome", "queue_type", "reason", "requirement", "run_id", "spec_verdict", "suite_version", "target",
            "target_url", "unsupported_kind", "variant", "vendor_verdict", "verdict", "version", "wire_trace", "worker"}
 #: A case interrupted before a verdict has no verdict details, no time and nothing it saw.
-UNDECIDED = DECIDED - {"citation", "duration_s", "history", "lock_wait_s", "observations", "unsupported_kind", "variant", "wire_trace"}
+UNDECIDED = DECIDED - {"citation", "duration_s", "history", "known_bug", "lock_wait_s", "observations", "unsupported_kind", "variant", "wire_trace"}
 
 
 def _item(nodeid: str = "ack/test_basic_ack.py::TestX::test[classic]", attempt: int | None = None) -> PlannedCase:

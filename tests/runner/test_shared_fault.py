@@ -18,6 +18,7 @@ from conformance.cli import EXIT_FAIL, EXIT_OK
 from conformance.runner.results import read_results
 from tests.conftest import ROOT, conformance_cmd
 from tests.support.kill_loss import acked_back_after_kill, lost_to_kill
+from tests.support.known_bugs import known_bug_fail
 
 
 def run(node: RabbitMQLocalNode, out: Path, *args: str, plugin_args: tuple[str, ...] = ()) -> list[dict]:
@@ -27,8 +28,10 @@ def run(node: RabbitMQLocalNode, out: Path, *args: str, plugin_args: tuple[str, 
     argv = pytest_args(ns, out) + ["--attach-target", json.dumps(node.handle()), *plugin_args]
     proc = subprocess.run([*conformance_cmd()[:1], "-m", "pytest", *argv], cwd=ROOT, capture_output=True, text=True, timeout=400)
     recs = list(read_results(out))
-    # exit 1 only for RabbitMQ 3.10.8's own loss of a queue at kill -9 (tests.support.kill_loss)
-    assert proc.returncode == (EXIT_FAIL if any(map(lost_to_kill, recs)) else EXIT_OK), proc.stdout[-3000:] + proc.stderr[-2000:]
+    # exit 1 only for RabbitMQ 3.10.8's own loss of a queue at kill -9 (tests.support.kill_loss) or a
+    # MUST the profile names as a known bug (rabbitmq-server#10070, intermittent)
+    must_known = any(known_bug_fail(r) and r["level"] == "MUST" for r in recs)
+    assert proc.returncode == (EXIT_FAIL if any(map(lost_to_kill, recs)) or must_known else EXIT_OK), proc.stdout[-3000:] + proc.stderr[-2000:]
     return recs
 
 
@@ -63,8 +66,8 @@ def test_one_restart_and_one_kill_serve_every_disruptive_case(tmp_path: Path) ->
         for b in range(a + 1, len(queues)):
             assert not (queues[a] & queues[b]), (served[a]["case_id"], served[b]["case_id"], queues[a] & queues[b])
     for r in served:
-        if r in kills and r["queue_type"] == "quorum" and r["verdict"] == "deviation":  # documented: leader not known after kill -9
-            assert "10070" in r["citation"]
+        if r in kills and r["queue_type"] == "quorum" and r["verdict"] != "pass":  # known bug: leader not known after kill -9
+            assert known_bug_fail(r, "10070"), (r["case_id"], r["observed"])
         else:
             assert r["verdict"] == "pass" or lost_to_kill(r) or acked_back_after_kill(r), (r["case_id"], r["observed"])
     # alone, a case does its own fault, as before
