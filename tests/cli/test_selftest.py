@@ -1,6 +1,7 @@
 """The suite's self-test on the local RabbitMQ node: every case that can be proven fails under some
 mutation, every mutation in scope is caught by a case of a requirement it is declared to break, and
-nothing fails on the clean run.
+nothing fails on the clean run but the profile's known bugs (open upstream: known failures, never
+false alarms).
 
 Cases that restart the broker are left out here (about a minute per run through a mutation); the
 full self-test (``conformance selftest``) includes them.
@@ -96,6 +97,23 @@ def test_kill_matrix_judges_kills_blind_spots_unproven_and_false_alarms() -> Non
     assert m["false_alarms"] == ["d"]
     assert {mu["name"]: mu["missed"] for mu in m["mutations"]}["redelivered-cleared"] == ["ACK-REDELIVER-ON-CONNECTION-LOSS"]
     assert not m["ok"] and len(m["problems"]) >= 4
+
+
+def test_a_clean_fail_of_a_known_bug_is_a_known_failure_not_a_false_alarm() -> None:
+    """A clean-run fail the profile names as a bug open upstream is the broker's: reported as a known
+    failure, never a false alarm nor a problem, and not provable; any other clean fail is a false alarm."""
+    from conformance.runner.selftest.render import markdown
+
+    bug = "https://github.com/rabbitmq/rabbitmq-server/issues/10070 (open)"
+    clean = [_rec("a", "ACK-FIRST-NOT-REDELIVERED", "pass"), {**_rec("k", "ACK-UNKNOWN-TAG-406", "fail"), "known_bug": bug}]
+    m = _judge(clean, {"redelivered-set": [_rec("a", "ACK-FIRST-NOT-REDELIVERED", "fail"), {**_rec("k", "ACK-UNKNOWN-TAG-406", "fail"), "known_bug": bug}]})
+    assert m["false_alarms"] == [] and m["known_failures"] == [{"case": "k", "requirement": "ACK-UNKNOWN-TAG-406", "known_bug": bug}]
+    assert m["counts"]["known_failures"] == 1 and m["counts"]["provable"] == 1 and [k["case"] for k in m["kills"]] == ["a"]
+    assert "k" not in m["unproven"] and m["ok"], m["problems"]
+    assert "1 known failures" in markdown(m) and f"`k`: {bug}" in markdown(m)
+    assert "Known failures" in html(m) and "rabbitmq-server/issues/10070" in html(m)
+    other = _judge([*clean, _rec("d", "ACK-DOUBLE-ACK-406", "fail")], {"redelivered-set": [_rec("a", "ACK-FIRST-NOT-REDELIVERED", "fail")]})
+    assert other["false_alarms"] == ["d"] and not other["ok"]
 
 
 def test_kill_matrix_is_ok_when_everything_is_proven() -> None:
