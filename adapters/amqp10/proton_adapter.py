@@ -237,7 +237,7 @@ class _RecordingSender(_Link):
     """A sending link that settles nothing itself: it records every disposition the broker sends for
     each delivery, so a delivery settled twice, or whose outcome changes, can be seen."""
 
-    def __init__(self, session: "ProtonSession", link: Any, address: str) -> None:
+    def __init__(self, session: ProtonSession, link: Any, address: str) -> None:
         super().__init__(session, link, address)
         self.updates: dict[str, list[str]] = {}  # by delivery tag (proton wraps a delivery anew per event)
 
