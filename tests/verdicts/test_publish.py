@@ -15,9 +15,17 @@ def framing_obs(mid: str, size: int, *, confirm: str = "basic.ack", delivered: l
     return {"published": sent, "confirm": confirm, "delivered": [sent] if delivered is None else delivered}
 
 
+def fanout_obs(*copies: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The large body through a fanout exchange: what each bound queue delivered (None: the sent copy)."""
+    obs = framing_obs("m-large", 394217)
+    got = [[obs["published"]] if c is None else c for c in copies]
+    return {**obs, "delivered": got[0], "copies": got}
+
+
 FRAMING_GOOD = [
     *everywhere("TestEmptyBody", "confirmed-and-routed", framing_obs("m-empty", 0)),
     *everywhere("TestBodyLargerThanFrameMax", "reassembled", framing_obs("m-large", 394217)),
+    *everywhere("TestBodyLargerThanFrameMaxFanout", "both-copies-whole", fanout_obs(None, None)),
 ]
 FRAMING_VIOLATIONS = [
     Example("TestEmptyBody", "never-confirmed-nor-routed",
@@ -26,6 +34,9 @@ FRAMING_VIOLATIONS = [
     Example("TestBodyLargerThanFrameMax", "altered", framing_obs("m-large", 394217, delivered=[{"id": "m-large", "size": 394217, "sha": "s2"}]),
             shows="got [s2]"),
     Example("TestBodyLargerThanFrameMax", "nacked", framing_obs("m-large", 394217, confirm="publish not confirmed: basic.nack"), shows="basic.nack"),
+    Example("TestBodyLargerThanFrameMaxFanout", "second-copy-corrupt", fanout_obs(None, [{"id": "m-large", "size": 394217, "sha": "s2"}]),
+            shows="got [s2]"),
+    Example("TestBodyLargerThanFrameMaxFanout", "second-copy-missing", fanout_obs(None, []), shows="delivered before the sentinel: []"),
 ]
 
 

@@ -31,24 +31,33 @@ def digest(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()[:16]
 
 
-def publish_edge(ctx: CaseContext, body: bytes, mid: str) -> Obs:
-    q = ctx.queue()
+def publish_edge(ctx: CaseContext, body: bytes, mid: str, *, copies: int = 1) -> Obs:
+    """Publish ``body`` once; with ``copies`` > 1 through a fanout exchange bound to that many
+    queues, so the broker stores (or references) one incoming body for several queues."""
+    queues = [ctx.queue(role=f"q{i}") for i in range(1, copies + 1)] if copies > 1 else [ctx.queue()]
+    exchange = ""
+    if copies > 1:
+        exchange = ctx.exchange("fanout")
+        for q in queues:
+            ctx.admin.bind_queue(q, exchange, "")
     producer = ctx.connect("producer", op_timeout=CONFIRM_WINDOW_S).session()
     producer.enable_confirms()
     try:
-        producer.publish(q, body, message_id=mid)
+        producer.publish(queues[0], body, message_id=mid, exchange=exchange)
         confirm = "basic.ack"
     except ConnectionLost as exc:  # NoReply: the confirm never came (the suite cut the connection)
         confirm = str(exc)
     except AdapterError as exc:  # basic.nack, or returned unroutable
         confirm = str(exc)
-    consumer = ctx.session("consumer").consume(q, prefetch=10)
-    before = ctx.until_sentinel(consumer, q)
-    return {
-        "published": {"id": mid, "size": len(body), "sha": digest(body)},
-        "confirm": confirm,
-        "delivered": [{"id": d.message_id, "size": len(d.body or b""), "sha": digest(d.body or b"")} for d in before],
-    }
+    delivered = []
+    for i, q in enumerate(queues):
+        consumer = ctx.session(f"consumer{i}" if i else "consumer").consume(q, prefetch=10)
+        before = ctx.until_sentinel(consumer, q)
+        delivered.append([{"id": d.message_id, "size": len(d.body or b""), "sha": digest(d.body or b"")} for d in before])
+    obs: Obs = {"published": {"id": mid, "size": len(body), "sha": digest(body)}, "confirm": confirm, "delivered": delivered[0]}
+    if copies > 1:
+        obs["copies"] = delivered
+    return obs
 
 
 def _short(d: dict[str, object]) -> str:
@@ -56,6 +65,10 @@ def _short(d: dict[str, object]) -> str:
 
 
 def judge_edge(obs: Obs, what: str) -> Verdict:
+    if "copies" in obs:  # one verdict per bound queue: each must hold its own unchanged copy
+        one = {k: v for k, v in obs.items() if k != "copies"}
+        return first_failure(*(judge_edge({**one, "delivered": got}, f"{what}, the copy in bound queue {i}")
+                               for i, got in enumerate(obs["copies"], 1)))
     sent = obs["published"]
     got = obs["delivered"]
     routed = f"delivered before the sentinel: {fmt([_short(d) for d in got])}"
@@ -91,3 +104,18 @@ class TestBodyLargerThanFrameMax(Case):
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         return judge_edge(obs, f"a message of {LARGE_BODY} bytes (larger than frame-max 131072)")
+
+
+class TestBodyLargerThanFrameMaxFanout(Case):
+    """The same large body routed by a fanout exchange to two queues: a broker that keeps one
+    stored body for several queues must give each consumer the whole body, unchanged."""
+
+    requirement = "PUBLISH-BODY-LARGER-THAN-FRAME-MAX"
+    variants = ("fanout-two-queues",)
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        body = bytes((i * 31 + 7) % 251 for i in range(LARGE_BODY))
+        return publish_edge(ctx, body, "m-large", copies=2)
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        return judge_edge(obs, f"a message of {LARGE_BODY} bytes (larger than frame-max 131072) through a fanout exchange")
