@@ -236,9 +236,16 @@ class StompSession(Session):
         else:
             c.send("SEND", lambda: c.stomp.send(dest, body, headers=h))
 
-    def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None, browse: bool = False) -> Consumer:
+    def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None, browse: bool = False,
+                exclusive: bool = False, tag: str | None = None, arguments: dict[str, Any] | None = None) -> Consumer:
         if browse:
             raise Unsupported("STOMP 1.2 has no browsing subscription")
+        if exclusive:
+            raise Unsupported("STOMP 1.2 has no exclusive subscription (SUBSCRIBE has no such header)")
+        if tag is not None:
+            raise Unsupported("STOMP 1.2 subscription ids are the client's own per connection; no broker-named or re-used consumer tag")
+        if arguments:
+            raise Unsupported("STOMP 1.2 SUBSCRIBE carries no consumer arguments")
         return StompConsumer(self, queue, ack_mode, prefetch if prefetch is not None else self._default_prefetch)
 
     def browser(self, queue: str) -> StompConsumer:
