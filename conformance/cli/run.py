@@ -122,11 +122,14 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
         console.print(tally(records), markup=False, highlight=False)
     problems = [r for r in records if r["verdict"] in ("fail", "error", "blocked", "deviation")]
     if problems:  # their Expected / Actual blocks were printed as each was decided (conformance.runner.progress)
-        console.print(f"{len(problems)} case(s) to read (deviations: documented vendor behaviour); "
-                      f"everything about one: conformance explain {out} CASE", markup=False, highlight=False)
+        known = sum(1 for r in problems if r.get("known_bug"))
+        console.print(f"{len(problems)} case(s) to read (deviations: documented vendor behaviour"
+                      + (f"; {known} fail(s) of known broker bugs, open upstream" if known else "")
+                      + f"); everything about one: conformance explain {out} CASE", markup=False, highlight=False)
     for r in problems:
         console.print(f"  {r['verdict'].upper():<10} {r['requirement']} [{r['level']}] {r.get('queue_type') or ''} {r.get('variant') or ''}  "
-                      f"{r.get('case_id', '')}", markup=False, highlight=False, soft_wrap=True)
+                      f"{r.get('case_id', '')}" + ("  (known bug, open upstream)" if r.get("known_bug") else ""),
+                      markup=False, highlight=False, soft_wrap=True)
     for r in run.get("restarts") or []:  # conformance.runner.hangs: a case hung the broker, the run restarted it
         console.print(f"restarted the target after {r['after_case']} hung it: {r['cause']}", markup=False, highlight=False, soft_wrap=True)
     if run.get("target_dead"):
