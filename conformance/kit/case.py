@@ -50,19 +50,21 @@ class Case:
 
     def fault_kinds(self, variant: str | None) -> tuple[FaultKind, ...]:
         """Every kind of fault this case (with ``variant``) inflicts: what its target must be able to take."""
-        phased = self.broker_fault(variant)
-        return (*self.faults, broker_kind(phased)) if phased is not None else tuple(self.faults)
+        return (*self.faults, *self.broker_faults(variant))
 
     def scenario(self, ctx: "CaseContext") -> Obs:
         """A phased case (one that names a :meth:`broker_fault`) runs its phases around its own fault;
         the runner may instead share one fault among many phased cases (conformance.runner.shared_faults)."""
-        kind = self.broker_fault(ctx.variant)
-        if kind is None:
+        kinds = self.broker_faults(ctx.variant)
+        if not kinds:
             raise NotImplementedError
         prepared = self.prepare(ctx)
-        if isinstance(prepared, Settled):
-            return dict(prepared)
-        ctx.fault_broker(kind)
+        for i, kind in enumerate(kinds):
+            if i and not isinstance(prepared, Settled):
+                prepared = self.between(ctx, prepared)
+            if isinstance(prepared, Settled):
+                return dict(prepared)
+            ctx.fault_broker(kind)
         return self.observe(ctx, prepared)
 
     # -- phases of a case that needs a broker fault (restart or kill -9) ----------------------
@@ -75,8 +77,19 @@ class Case:
         default: the case has no phases, only a scenario)."""
         return None
 
+    def broker_faults(self, variant: str | None) -> tuple[FaultKind, ...]:
+        """The broker faults the scenario goes through, in order: the one of :meth:`broker_fault`, or
+        (for a case that overrides this) a restart and then a kill -9, with :meth:`between` after the
+        first. The last one is :meth:`broker_fault`'s, the fault whose group the runner puts it in."""
+        phased = self.broker_fault(variant)
+        return (broker_kind(phased),) if phased is not None else ()
+
     def prepare(self, ctx: "CaseContext") -> Obs:
         raise NotImplementedError
+
+    def between(self, ctx: "CaseContext", prepared: Obs) -> Obs:
+        """After the first of two faults, before the second: what observe will need (default: unchanged)."""
+        return prepared
 
     def observe(self, ctx: "CaseContext", prepared: Obs) -> Obs:
         raise NotImplementedError

@@ -46,6 +46,8 @@ class Prepared:
     error: BaseException | None = None
     #: The shared fault failed: every case it was meant to serve fails with it.
     fault_error: BaseException | None = None
+    #: A case of two faults that had its first: the name of the fault it still waits for.
+    awaiting: str | None = None
 
 
 @dataclass(eq=False)
@@ -82,6 +84,17 @@ def fault_of(case: PlannedCase) -> str | None:
     return broker_kind(phased).name if phased is not None else None
 
 
+def two_faults(case: PlannedCase) -> tuple[str, str] | None:
+    """The names of a two-fault case's faults (a restart, then a kill -9), or None. Such a case is in
+    the group of its last fault; the batch of its first prepares it (out of that batch's run of
+    cases), and the batch of its last runs its :meth:`Case.between` before that fault."""
+    cls = case.cls
+    if cls is None or not issubclass(cls, Case) or not getattr(cls, "disrupts_broker", False):
+        return None
+    kinds = cls().broker_faults(case.variant)
+    return (kinds[0].name, kinds[1].name) if len(kinds) == 2 else None
+
+
 def order(cases: Sequence[PlannedCase]) -> list[PlannedCase]:
     """Disruptive cases last (those that fault the broker on their own first, then the shared
     restart, then the shared kill), those of one fault together; each keeps its own relative order.
@@ -106,12 +119,18 @@ def scenario(me: PlannedCase, case: Case, ctx: CaseContext, following: Callable[
         return case.scenario(ctx)  # no phases, or a target the suite cannot fault: the case says so
     mine = me.prepared
     if mine is None:
+        if two_faults(me) is not None:
+            return case.scenario(ctx)  # no batch gave it its first fault: alone, its own two faults
         batch = _batch(me, following(), kind.name)
         if len(batch.members) < 2:
             return case.scenario(ctx)  # alone: its own fault
         _run_batch(me, case, ctx, batch, context_for)
         mine = me.prepared
         assert mine is not None
+    elif mine.awaiting == kind.name:  # had its first fault in an earlier batch; this batch is its second
+        ctx.absorb(mine.ctx)
+        mine.ctx = ctx
+        _run_batch(me, case, ctx, _batch(me, following(), kind.name), context_for)
     else:
         ctx.absorb(mine.ctx)  # the context prepare ran in: its queues, connections and history
     if mine.error is not None:
@@ -127,10 +146,19 @@ def scenario(me: PlannedCase, case: Case, ctx: CaseContext, following: Callable[
 def _batch(me: PlannedCase, following: Sequence[PlannedCase], kind: str) -> Batch:
     """This case and the cases of the same fault that follow it without a gap and have not run."""
     batch = Batch(kind)
+    contiguous = True
     for other in following:
+        two, earlier = two_faults(other), other.prepared
+        if two is not None:  # a two-fault case joins the batch of its first fault, then that of its second
+            if (earlier is None and two[0] == kind) or (earlier is not None and earlier.awaiting == kind):
+                batch.members.append(other)
+            continue
+        if not contiguous:
+            continue
         if fault_of(other) != kind:
-            break
-        if other is me or other.prepared is None:
+            contiguous = False
+            continue
+        if other is me or earlier is None:
             batch.members.append(other)
     return batch
 
@@ -139,6 +167,17 @@ def _run_batch(first: PlannedCase, first_case: Case, first_ctx: CaseContext, bat
                context_for: Callable[[PlannedCase], CaseContext | None]) -> None:
     prepared: list[tuple[PlannedCase, Prepared]] = []
     for member in batch.members:
+        earlier = member.prepared
+        if earlier is not None and earlier.awaiting == batch.kind:  # its second fault: between, then this one
+            earlier.awaiting = None
+            if earlier.error is None and earlier.fault_error is None and not isinstance(earlier.prepared, Settled):
+                between = first_case if member is first else member.cls()  # type: ignore[misc]
+                try:
+                    earlier.prepared = between.between(earlier.ctx, earlier.prepared)
+                except Exception as exc:  # noqa: BLE001 - the member's own run reports it
+                    earlier.error = exc
+            prepared.append((member, earlier))
+            continue
         ctx = first_ctx if member is first else context_for(member)
         if ctx is None:
             continue
@@ -148,9 +187,11 @@ def _run_batch(first: PlannedCase, first_case: Case, first_ctx: CaseContext, bat
             p.prepared = case.prepare(ctx)
         except Exception as exc:  # noqa: BLE001 - the member's own run reports it, as its own error
             p.error = exc
+        two = two_faults(member)
+        p.awaiting = two[1] if two is not None else None
         member.prepared = p
         prepared.append((member, p))
-    served = [(m, p) for m, p in prepared if p.error is None and not isinstance(p.prepared, Settled)]
+    served = [(m, p) for m, p in prepared if p.error is None and p.fault_error is None and not isinstance(p.prepared, Settled)]
     if not served:
         return
     target = first_ctx.target

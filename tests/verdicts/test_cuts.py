@@ -41,6 +41,12 @@ def declared(drained: list[str], unavailable: str | None = None) -> dict[str, An
 SEGMENT_IDS = [f"segment-{i}" for i in range(1, 6)]
 PUBLISHED = [f"m{i}" for i in range(1, 7)]
 HELD = ["held-1", "held-2", "held-3", "held-4"]
+TWICE = ["twice-1", "twice-2", "twice-3"]
+
+
+def two_faults(drained: list[dict[str, Any]], unavailable: str | None = None, between: str | None = None) -> dict[str, Any]:
+    return {"variant": "restart-then-kill", "ids": TWICE, "after_restart": None if between else 3, "between": between,
+            "drained": drained, "unavailable": unavailable}
 
 
 def acked(variant: str, drained: list[dict[str, Any]], unavailable: str | None = None) -> dict[str, Any]:
@@ -80,6 +86,7 @@ CUTS_GOOD: list[Example] = [
     *everywhere("TestConfirmCutAtMostOnce", "publish-withheld", confirm_cut("publish-withheld", PUBLISHED[:3])),
     *everywhere("TestAckedStaysGone", "restart", acked("restart", again("held-2", "held-4"))),
     *everywhere("TestAckedStaysGone", "kill", acked("kill", first("held-2", "held-4"))),
+    *everywhere("TestSurvivesRestartThenKill", "kept", two_faults([{"id": m, "persistent": True} for m in TWICE])),
 ]
 
 CUTS_VIOLATIONS: list[Example] = [
@@ -124,6 +131,12 @@ CUTS_VIOLATIONS += [
     bad("TestAckedStaysGone", "unacked-lost", acked("kill", again("held-2")), shows="= [held-2]"),
     bad("TestAckedStaysGone", "unacked-twice", acked("restart", again("held-2", "held-4", "held-4")), shows="held-4, held-4"),
     bad("TestAckedStaysGone", "unavailable", acked("kill", [], "OperationTimeout: basic.get on 'q' not answered in 15.0s"), shows="could not be consumed"),
+    # PERSIST-SURVIVES-RESTART-THEN-KILL (ActiveMQ Artemis before 2.18.0: a reloaded durable message reads as non-durable)
+    bad("TestSurvivesRestartThenKill", "lost-at-the-second-fault", two_faults([{"id": "twice-1", "persistent": True}]), shows="= [twice-1]"),
+    bad("TestSurvivesRestartThenKill", "flag-lost-by-the-reload", two_faults([{"id": m, "persistent": m != "twice-2"} for m in TWICE]),
+        shows="not persistent: [twice-2]"),
+    bad("TestSurvivesRestartThenKill", "gone-after-the-restart", two_faults([], between=GONE_404), shows="after the restart"),
+    bad("TestSurvivesRestartThenKill", "gone-after-the-kill", two_faults([], GONE_404), shows="after the kill -9"),
 ]
 
 test_compliant_observation_passes, test_violation_fails = verdict_tests(CUTS_GOOD, CUTS_VIOLATIONS)
