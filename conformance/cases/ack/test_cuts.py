@@ -14,8 +14,8 @@ import hashlib
 from collections import Counter
 from typing import Any
 
-from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, OperationTimeout
 from conformance.catalogue.profiles import Profile
+from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, OperationTimeout
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import all_redelivered, returned_exactly
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
@@ -136,7 +136,7 @@ class TestCutAroundAck(Case):
                 "acked": [d.message_id for d in acked], **after_loss(ctx, q, {})}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        moment, multiple, acked_return = ACK_CUTS[obs["variant"]]
+        _, multiple, acked_return = ACK_CUTS[obs["variant"]]
         back = [d["id"] for d in obs["returned"]]
         counts = Counter(back)
         acked = obs["acked"]
