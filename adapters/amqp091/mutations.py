@@ -947,7 +947,3 @@ class SilentAfter(Mutator):
         else:
             m.count()
         return []
-
-
-# Operators grouped by event live in the mutators package; importing it registers them.
-import adapters.amqp091.mutators  # noqa: E402,F401

@@ -293,7 +293,3 @@ class PresettledCleared(Mutator):
             self.applied(f"transfer delivery-id {fields[1]}: settled true -> false")
             return [rebuild(f, TRANSFER, fields)]
         return None
-
-
-# Operators grouped by what they reproduce live in the mutators package; importing it registers them.
-import adapters.amqp10.mutators  # noqa: E402,F401

@@ -1,5 +1,5 @@
 """AMQP 1.0 mutation operators grouped by what they reproduce (outcomes, settlement, flow and
-credit, link detach). The protocol's entry-point module (adapters.amqp10.mutations) imports this
-package after its own operators, so these register the same way and may reuse its helpers.
+credit, link detach). A plugin of its own in the conformance.mutations entry-point group; its modules
+build on the protocol module's helpers (adapters.amqp10.mutations), never the other way round.
 """
 from . import links  # noqa: F401
