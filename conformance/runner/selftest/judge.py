@@ -24,6 +24,11 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
                            "clean_observed": rec.get("observed", "") if rec["verdict"] not in PROVABLE else "",
                            "known_bug": rec.get("known_bug") or None}
     provable = {c for c, info in cases.items() if info["clean"] in PROVABLE}
+    # A clean fail the profile names as a known bug (open upstream) is the broker's, not the suite's:
+    # reported, never a problem, and not provable (no mutation can make the broker fail it more). A
+    # mutation reproducing that very bug cannot be held to break its requirement on this broker.
+    known_failures = sorted(c for c, info in cases.items() if info["clean"] == "fail" and info["known_bug"])
+    known_reqs = {cases[c]["requirement"] for c in known_failures}
     kills: list[dict[str, Any]] = []
     cells: list[dict[str, Any]] = []
     by_mutation: dict[str, dict[str, Any]] = {}
@@ -49,7 +54,8 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
             "frames_rewritten": rewritten, "cases_run": len(ran), "wall_s": round(sum(r.wall_s for r in mine), 2),
             "killed_requirements": killed_reqs,
             "errors": sorted({case_of(rec) for rec in ran if rec["verdict"] == "error"}),
-            "missed": sorted(set(breaks) & ran_reqs - set(killed_reqs)),
+            "missed": sorted(set(breaks) & ran_reqs - set(killed_reqs) - known_reqs),
+            "known_failure": sorted(set(breaks) & known_reqs),
             "not_run": sorted(set(breaks) - ran_reqs),
             "collateral": sorted(set(killed_reqs) - set(breaks) - set(exp.may_break if exp else ())),
             "declared": exp is not None,
@@ -61,19 +67,17 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
     for c, info in cases.items():
         info["killed_by"] = sorted(killers.get(c, []))
     mut = by_mutation.values()
-    blind = sorted(m["name"] for m in mut if m["exercised"] and not m["killed_requirements"])
+    blind = sorted(m["name"] for m in mut if m["exercised"] and not m["killed_requirements"] and not m["known_failure"])
     unexercised = sorted(m["name"] for m in mut if not m["exercised"])
     unproven = sorted(c for c in provable if c not in killers)
     # A documented deviation that no mutation changed: the broker never reaches the state the
     # requirement is about (e.g. a queue unavailable after kill -9), so nothing there can be proven.
     unproven_deviation = [c for c in unproven if cases[c]["clean"] == "deviation"]
-    # A clean fail the profile names as a known bug (open upstream) is the broker's, not the suite's:
-    # reported, never a problem, and not provable (no mutation can make the broker fail it more).
-    known_failures = sorted(c for c, info in cases.items() if info["clean"] == "fail" and info["known_bug"])
     false_alarms = sorted(c for c, info in cases.items() if info["clean"] == "fail" and not info["known_bug"])
     clean_errors = sorted(c for c, info in cases.items() if info["clean"] == "error")
     misattributed = [{"mutation": m["name"], "expected": m["breaks"], "caught_by": m["killed_requirements"]}
-                     for m in mut if m["killed_requirements"] and m["breaks"] and not set(m["breaks"]) & set(m["killed_requirements"])]
+                     for m in mut if m["killed_requirements"] and m["breaks"] and not set(m["breaks"]) & set(m["killed_requirements"])
+                     and not m["known_failure"]]
     missed = [{"mutation": m["name"], "requirements": m["missed"]} for m in mut if m["missed"]]
     undeclared = sorted(m["name"] for m in mut if not m["declared"])
     unproven_must = [c for c in unproven if cases[c]["level"] == "MUST" and c not in unproven_deviation]
