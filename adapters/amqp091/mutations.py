@@ -828,12 +828,20 @@ def decode_header(msg: Message) -> Any:
 
 @operator("torn-publish-completed", P, "when a client vanishes in the middle of a message, completes the body with filler and hands the torn message to the broker")
 class TornPublishCompleted(Mutator):
+    """Only whole frames pass the proxy, so the broker never holds part of a frame: a body frame the
+    client left half sent is withheld whole, and the filler replaces it. The filler is cut into body
+    frames no larger than the frame-max the client agreed (connection.tune-ok), which the broker
+    enforces."""
+
     def __init__(self, *a: Any) -> None:
         super().__init__(*a)
         self.assembler = Assembler(("basic.publish",))
+        self.frame_max = 0  # 0: no limit agreed (yet)
 
     def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
         if sender is C:
+            if frame.name == "connection.tune-ok":
+                self.frame_max = decode(frame).frame_max
             self.assembler.feed(frame)
         return None
 
@@ -841,12 +849,14 @@ class TornPublishCompleted(Mutator):
         if sender is not C:
             return []
         out = []
+        step = self.frame_max - FRAME_OVERHEAD if self.frame_max > FRAME_OVERHEAD else None
         for channel, msg in self.assembler.open.items():
             if msg.size is None:
                 continue
             missing = msg.size - msg.received
-            out.append(pamqp_frame.marshal(pamqp_body.ContentBody(b"\x00" * missing), channel))
-            self.applied(f"torn publish on channel {channel} completed with {missing} filler bytes")
+            sizes = [min(step, missing - i) for i in range(0, missing, step)] if step else [missing]
+            out += [pamqp_frame.marshal(pamqp_body.ContentBody(b"\x00" * n), channel) for n in sizes]
+            self.applied(f"torn publish on channel {channel} completed with {missing} filler bytes in {len(sizes)} body frame(s)")
         self.assembler.open.clear()
         return out
 

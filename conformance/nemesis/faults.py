@@ -25,6 +25,10 @@ class Moment(str, enum.Enum):
     BEFORE = "before"
     #: The matching frame is forwarded and acknowledged by the peer's TCP stack, then the fault acts.
     AFTER = "after"
+    #: The first half of the matching frame's bytes (never its frame-end octet) is forwarded and
+    #: acknowledged by the peer's TCP stack, then the fault acts; the rest is never forwarded. The
+    #: peer has read part of a frame: a frame split over TCP segments whose sender vanished.
+    INSIDE = "inside"
 
 
 class Action(str, enum.Enum):
@@ -74,6 +78,8 @@ class Fault:
             raise ValueError("nth counts from 1")
         if self.action is Action.DELAY and self.delay_s <= 0:
             raise ValueError("a delay fault needs delay_s > 0")
+        if self.action is Action.DELAY and self.moment is Moment.INSIDE:
+            raise ValueError("a delay holds whole frames; it cannot act inside one")
 
     def matches(self, conn_id: int, sender: Sender, name: str, channel: int) -> bool:
         """Count the frame if it is of the watched kind; True when this is the one to fire on."""
@@ -92,7 +98,10 @@ class Fault:
         return n == self.nth
 
     def describe(self) -> str:
-        where = f"{self.moment.value} forwarding" if self.action is not Action.DROP or self.moment is Moment.AFTER else "instead of forwarding"
+        if self.moment is Moment.INSIDE:
+            where = "after forwarding half of it"
+        else:
+            where = f"{self.moment.value} forwarding" if self.action is not Action.DROP or self.moment is Moment.AFTER else "instead of forwarding"
         return f"{self.action.value} on {_ordinal(self.nth)} {self.frame} from the {self.sender.value}, {where}"
 
     def wait(self, timeout: float) -> bool:

@@ -132,6 +132,12 @@ class Trace(TraceReader):
         return out
 
 
+def first_half(raw: bytes) -> bytes:
+    """What a fault "inside" a frame forwards: half its bytes, at least one, never its last (the
+    frame-end octet), so the peer holds an incomplete frame."""
+    return raw[: max(1, min(len(raw) // 2, len(raw) - 1))]
+
+
 def _set_rst(transport: asyncio.BaseTransport) -> None:
     sock = transport.get_extra_info("socket")
     if sock is not None:
@@ -519,11 +525,13 @@ class FaultProxy(ProxyBase):
                         continue
                     if fault.moment is Moment.AFTER:
                         out += [frame.raw] if raws is None else raws
+                    elif fault.moment is Moment.INSIDE:
+                        out.append(first_half(frame.raw if raws is None else b"".join(raws)))
                     if out and not await link.send(writer, out, sender, self.trace):
                         return
                     out = []
                     fault.hit = f"conn#{link.id} {sender.value} frame #{index} {frame.name} on channel {frame.channel}"
-                    if fault.moment is Moment.AFTER:
+                    if fault.moment is not Moment.BEFORE:
                         link.gate.clear()
                         try:
                             await self._flushed(writer)

@@ -242,6 +242,21 @@ def test_torn_publish_is_completed_when_the_client_vanishes() -> None:
     assert [len(v.value) for v in filler] == [6]
 
 
+def test_torn_publish_filler_respects_the_agreed_frame_max() -> None:
+    """A body frame the client left half sent never passed the proxy (it forwards whole frames), so
+    the filler stands for it whole; it is cut to the frame-max of connection.tune-ok, which the
+    broker enforces."""
+    frames = frames091((commands.Connection.TuneOk(channel_max=0, frame_max=4096, heartbeat=0), 0),
+                       (commands.Basic.Publish(exchange="", routing_key="q"), 1), (pheader.ContentHeader(0, 10000, commands.Basic.Properties()), 1),
+                       (pbody.ContentBody(b"a" * 4088), 1))
+    op = make("torn-publish-completed").mutator(IO())
+    for f in frames:
+        assert op.rewrite(C, f) is None
+    filler = decoded(op.closing(C))
+    assert [len(v.value) for v in filler] == [4088, 1824]
+    assert op.closing(C) == []
+
+
 def test_a_probe_records_which_operators_would_touch_a_named_connection() -> None:
     found: dict[str, set[str]] = {}
     probe_mutation = mutations.Mutation("probe", "amqp-0-9-1", "", Probe)

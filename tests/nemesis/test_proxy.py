@@ -22,7 +22,7 @@ from adapters.rabbitmq.launcher import RabbitMQLocalNode
 from conformance.api import QueueSpec
 from conformance.errors import ConnectionLost
 from conformance.nemesis.faults import Action, Fault, Moment, Sender, cut
-from conformance.nemesis.proxy import FaultProxy, ProxyBase
+from conformance.nemesis.proxy import FaultProxy, ProxyBase, first_half
 from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
 from conformance.nemesis.wire import MalformedFrame
 
@@ -85,6 +85,23 @@ def test_cut_after_forwarding_relays_nothing_more(rabbit: RabbitMQLocalNode, pro
     _, after = frames_then_fault(proxy)
     # commit-ok may have been read from the broker, but it is never relayed to the client
     assert all(name == "tx.commit-ok" for name in after)
+
+
+def test_a_fault_inside_a_frame_forwards_half_of_it_and_nothing_more(rabbit: RabbitMQLocalNode, kind: type[ProxyBase]) -> None:
+    """'Inside' leaves the peer holding part of a frame: a second proxy in front of the broker sees
+    the connection close that many bytes into the body frame (half of it, never its end)."""
+    with FaultProxy.for_url(rabbit.url) as inner, kind(("127.0.0.1", inner.port)) as outer:
+        session = PikaAdapter().connect(outer.url(rabbit.url)).session()
+        q = queue(session)
+        session.enable_confirms()
+        fault = outer.arm(Fault(Action.FIN, "content-body", Sender.CLIENT, moment=Moment.INSIDE))
+        with pytest.raises(ConnectionLost):
+            session.publish(q, b"x" * 1000, message_id="m1")
+        assert fault.wait(5) and "content-body" in (fault.hit or "")
+        assert any("after forwarding half of it" in n for n in outer.trace.notes())
+        wait_errors(inner, 1)
+        assert "client closed the connection 504 bytes into a frame" in inner.errors[0]  # 1008-byte frame
+        assert PikaAdapter().connect(rabbit.url).session().queue_stats(q).ready == 0
 
 
 def test_server_frame_fault_and_nth_delivery(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
@@ -292,6 +309,13 @@ def test_amqp10_frames_through_the_proxy_are_named_cut_and_redacted(rabbit: Rabb
         conn.close()
     except Exception:
         pass
+
+
+def test_inside_a_frame_is_half_of_it_and_never_a_delay() -> None:
+    assert first_half(b"0123456789") == b"01234" and first_half(b"ab") == b"a"
+    assert "after forwarding half of it" in Fault(Action.CUT, "content-body", moment=Moment.INSIDE).describe()
+    with pytest.raises(ValueError, match="whole frames"):
+        Fault(Action.DELAY, "content-body", moment=Moment.INSIDE, delay_s=1)
 
 
 def test_a_fault_on_a_frame_the_protocol_does_not_have_is_unsupported_when_armed() -> None:

@@ -58,7 +58,7 @@ INFLIGHT = {
 TORN = {**INFLIGHT, "variant": "body-withheld", "kept": ids("m1", "m2", "m3"), "after_resend": ids("m4", "m5", "m6")}
 INFLIGHT_OBS: dict[str, list[dict[str, Any]]] = {
     "TestInflightAtLeastOnce": [INFLIGHT, with_(INFLIGHT, variant="publish-withheld", kept=ids("m1", "m2", "m3"))],
-    "TestTornMessageDiscarded": [TORN],
+    "TestTornMessageDiscarded": [TORN, with_(TORN, variant="between-body-frames"), with_(TORN, variant="inside-body-frame")],
 }
 INFLIGHT_GOOD: list[Example] = under_rabbit_and_baseline(INFLIGHT_OBS)
 INFLIGHT_VIOLATIONS: list[Example] = [
@@ -69,6 +69,11 @@ INFLIGHT_VIOLATIONS: list[Example] = [
     Example("TestTornMessageDiscarded", "torn-m4-enqueued", with_(TORN, kept=ids("m1", "m2", "m3", "m4"))),
     Example("TestTornMessageDiscarded", "torn-m4-enqueued-partial", with_(TORN, kept=[*ids("m1", "m2", "m3"), *ids("m4", intact=False)])),
     Example("TestTornMessageDiscarded", "m2-corrupt", with_(TORN, kept=[*ids("m1"), *ids("m2", intact=False), *ids("m3")])),
+    Example("TestTornMessageDiscarded", "between-body-frames-m4-stored-partial",
+            with_(TORN, variant="between-body-frames", kept=[*ids("m1", "m2", "m3"), *ids("m4", intact=False)]),
+            shows="m4 was enqueued with a corrupt body"),
+    Example("TestTornMessageDiscarded", "inside-body-frame-m4-stored",
+            with_(TORN, variant="inside-body-frame", kept=ids("m1", "m2", "m3", "m4")), shows="m4 was enqueued"),
 ]
 
 

@@ -3,7 +3,8 @@
 The producer publishes m1..m6 one confirm at a time. The proxy resets the connection at the 4th
 message: before its basic.publish reaches the broker, after its header but before its body (a torn
 message), after its body (the broker has it, the confirm never arrives), or with the broker's
-basic.ack held back. The queue is drained once the broker has dropped the channel (what it kept),
+basic.ack held back. A torn message is also torn inside its body: between two of its three body
+frames, or inside its one body frame (half of the frame's bytes reach the broker, never its end). The queue is drained once the broker has dropped the channel (what it kept),
 then the producer reconnects, resends every unconfirmed message with the same id, and the queue is
 drained again.
 """
@@ -26,14 +27,34 @@ POSITIONS: dict[str, tuple[str, Sender, Moment]] = {
     "body-delivered": ("content-body", Sender.CLIENT, Moment.AFTER),
     "confirm-withheld": ("basic.ack", Sender.SERVER, Moment.BEFORE),
 }
+#: Payload bytes of one body frame at frame-max 131072: pika offers it, a broker may only lower it,
+#: so a body of more than two frames' payload is at least three body frames on any broker.
+FRAME_PAYLOAD = 131072 - 8
+#: variant -> (moment of the cut at the 4th message's first body frame, that message's body size;
+#: None: the small body of every other message). The cut lands where the message is torn.
+TORN_CUTS: dict[str, tuple[Moment, int | None]] = {
+    "body-withheld": (Moment.BEFORE, None),
+    "between-body-frames": (Moment.AFTER, 2 * FRAME_PAYLOAD + 1000),
+    "inside-body-frame": (Moment.INSIDE, 64 * 1024),
+}
+TORN_WHERE = {
+    "body-withheld": "method and header sent, body never",
+    "between-body-frames": "the first of its body frames sent, the others never",
+    "inside-body-frame": "half of its one body frame sent, never the rest",
+}
 
 
-def body_of(mid: str) -> bytes:
-    return f"payload of {mid} ".encode() * 8
+def body_of(mid: str, size: int | None = None) -> bytes:
+    small = f"payload of {mid} ".encode() * 8
+    return small if size is None else (small * (size // len(small) + 1))[:size]
 
 
 def publish_through_cut(ctx: CaseContext, variant: str) -> Obs:
-    frame, sender, moment = POSITIONS[variant]
+    if variant in POSITIONS:
+        frame, sender, moment = POSITIONS[variant]
+        size = None
+    else:
+        (moment, size), frame, sender = TORN_CUTS[variant], "content-body", Sender.CLIENT
     q = ctx.queue()
     proxy = ctx.proxy()
     producer = ctx.session("producer", via=proxy)
@@ -41,10 +62,15 @@ def publish_through_cut(ctx: CaseContext, variant: str) -> Obs:
     producer.enable_confirms()
     fault = proxy.arm(Fault(Action.CUT, frame, sender, AT, moment))
     ids = [f"m{i}" for i in range(1, MESSAGES + 1)]
+    sizes = {ids[AT - 1]: size}
+
+    def body(mid: str | None) -> bytes:
+        return body_of(mid or "", sizes.get(mid or ""))
+
     confirmed: list[str] = []
     for mid in ids:
         try:
-            producer.publish(q, body_of(mid), message_id=mid, persistent=True)
+            producer.publish(q, body(mid), message_id=mid, persistent=True)
         except ConnectionLost:
             break
         confirmed.append(mid)
@@ -55,11 +81,11 @@ def publish_through_cut(ctx: CaseContext, variant: str) -> Obs:
     again = ctx.session("producer-reconnected")
     again.enable_confirms()
     for mid in unconfirmed:
-        again.publish(q, body_of(mid), message_id=mid, persistent=True)
+        again.publish(q, body(mid), message_id=mid, persistent=True)
     later = [(d.message_id, d.body) for d in ctx.drain(q)]
 
     def obs(pairs: list[tuple[str | None, bytes]]) -> list[dict[str, Any]]:
-        return [{"id": m, "intact": b == body_of(m or "")} for m, b in pairs]
+        return [{"id": m, "intact": b == body(m)} for m, b in pairs]
 
     return {"variant": variant, "ids": ids, "confirmed": confirmed, "unconfirmed": unconfirmed, "hit": hit,
             "kept": obs(kept), "after_resend": obs(later)}
@@ -100,9 +126,10 @@ class TestInflightAtLeastOnce(Case):
 
 class TestTornMessageDiscarded(Case):
     requirement = "PUBLISH-TORN-MESSAGE-DISCARDED"
+    variants = tuple(TORN_CUTS)
 
     def scenario(self, ctx: CaseContext) -> Obs:
-        return publish_through_cut(ctx, "body-withheld")
+        return publish_through_cut(ctx, ctx.variant or "")
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         torn_id = obs["ids"][AT - 1]
@@ -111,7 +138,7 @@ class TestTornMessageDiscarded(Case):
         return first_failure(
             holds(
                 torn_id not in kept,
-                expected=f"{torn_id} (method and header sent, body never) is not enqueued",
+                expected=f"{torn_id} ({TORN_WHERE.get(obs['variant'], 'its body cut short')}) is not enqueued",
                 observed=f"{torn_id} was enqueued" + (" with a corrupt body" if torn_id in corrupt else "") if torn_id in kept else f"not enqueued; queue held {fmt(kept)}",
                 key="torn-enqueued" if torn_id in kept else None,
             ),
