@@ -18,12 +18,13 @@ from tests.support.known_bugs import known_bug_fail
 
 #: Cases whose queue is declared just before a shared kill -9.
 KILL_CASES = {("PERSIST-CONFIRMED-SURVIVES", "kill"), ("TX-COMMIT-DURABLE", None), ("PERSIST-REQUEUED-REDELIVERED", "kill"),
-              ("PERSIST-PURGED-STAYS-GONE", "kill"), ("PERSIST-DECLARED-QUEUE-SURVIVES-KILL", None)}
+              ("PERSIST-PURGED-STAYS-GONE", "kill"), ("PERSIST-DECLARED-QUEUE-SURVIVES-KILL", None),
+              ("PERSIST-DELETED-QUEUE-STAYS-GONE", "kill"), ("PERSIST-PRIORITY-ORDER-SURVIVES", "kill")}
 
 
 def lost_to_kill(record: dict[str, Any]) -> bool:
     """The record is RabbitMQ 3.10.8 forgetting a durable classic queue at kill -9, said as such."""
-    return (record["verdict"] == "fail" and record.get("queue_type") == "classic"
+    return (record["verdict"] == "fail" and (record.get("queue_type") or "").partition("+")[0] == "classic"
             and (record["requirement"], record.get("variant")) in KILL_CASES
             and "could not be consumed" in (record.get("observed") or "") and "404" in (record.get("observed") or ""))
 

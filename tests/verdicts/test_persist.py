@@ -76,6 +76,20 @@ def counted(variant: str, before: list[int | None], after: list[int | None], una
             "drained": [d("counted-1", 1, True, c) for c in after]}
 
 
+def deleted_queue(variant: str, after: dict[str, Any] | None, unavailable: str | None = None) -> dict[str, Any]:
+    return {"variant": variant, "deleted": "dq", "after": after, "unavailable": unavailable}
+
+
+GONE = soft(404, "NOT_FOUND - no queue 'dq' in vhost '/'")
+PRIORITY_PUBLISHED = [["before-low1", 0], ["before-low2", 0], ["before-high", 9], ["after-low", 0], ["after-high", 9]]
+PRIORITY_ORDER = ["before-high", "after-high", "before-low1", "before-low2", "after-low"]
+PRIORITY_FIFO = [m for m, _ in PRIORITY_PUBLISHED]
+
+
+def prioritised(variant: str, delivered: list[str], unavailable: str | None = None) -> dict[str, Any]:
+    return {"variant": variant, "published": PRIORITY_PUBLISHED, "delivered": delivered, "unavailable": unavailable}
+
+
 PERSIST_GOOD: list[Example] = [
     # the count continues whatever the first delivery carries (absent, 0 before RabbitMQ 3.12, 1 on LavinMQ 1.x)
     *(ok("TestDeliveryCountSurvives", f"continues-{v}-{b}", counted(v, before, [before[-1] + 1]), QQ, RABBIT)
@@ -89,6 +103,12 @@ PERSIST_GOOD: list[Example] = [
     *(ok("TestTransientFate", "transient-lost", TRANSIENT_LOST, "classic", p) for p in (RABBIT, P43)),
     *(ok("TestTransientFate", "transient-kept", TRANSIENT_KEPT, QQ, p) for p in (RABBIT, P43)),
     *(ok("TestNonDurableQueueGone", "deleted", NON_DURABLE_GONE, "classic", p) for p in (RABBIT, P312, P313, P43)),
+    *everywhere("TestDeletedQueueStaysGone", "restart", deleted_queue("restart", GONE)),
+    *everywhere("TestDeletedQueueStaysGone", "kill", deleted_queue("kill", GONE)),
+    *(ok("TestPriorityOrderSurvives", f"{v}-{p.id}", prioritised(v, PRIORITY_ORDER), "classic+priority", p)
+      for v in ("restart", "kill") for p in (RABBIT, P43)),
+    # the same priority's order is basic/08's, not this requirement's
+    ok("TestPriorityOrderSurvives", "highs-swapped", prioritised("restart", ["after-high", "before-high", *PRIORITY_ORDER[2:]]), "classic+priority", RABBIT),
     # 4.3 refuses the declare (deprecated transient non-exclusive queues): documented, a deviation
     dev("TestNonDurableQueueGone", "declare-refused", NON_DURABLE_REFUSED, "classic", P43),
 ]
@@ -129,6 +149,19 @@ PERSIST_VIOLATIONS: list[Example] = [
     bad("TestNonDurableQueueGone", "survives-restart", with_(NON_DURABLE_GONE, after=OPEN), "classic", RABBIT, shows="the queue still exists"),
     bad("TestNonDurableQueueGone", "declare-refused-on-3.10", NON_DURABLE_REFUSED, "classic", RABBIT, shows="refused with 541"),
     bad("TestNonDurableQueueGone", "declare-accepted-and-survives-on-4.3", with_(NON_DURABLE_GONE, after=OPEN), "classic", P43, shows="still exists"),
+    # PERSIST-DELETED-QUEUE-STAYS-GONE (lavinmq#209: deleted queues recreated on a crash)
+    bad("TestDeletedQueueStaysGone", "back-after-kill", deleted_queue("kill", OPEN), shows="the queue exists again"),
+    bad("TestDeletedQueueStaysGone", "back-after-restart", deleted_queue("restart", OPEN), shows="the queue exists again"),
+    bad("TestDeletedQueueStaysGone", "passive-declare-closes-connection", deleted_queue("restart", connection_closed(541, "INTERNAL_ERROR")),
+        shows="closed with 541"),
+    bad("TestDeletedQueueStaysGone", "kept-queue-unavailable", deleted_queue("kill", None, UNAVAILABLE), shows="could not be consumed"),
+    # PERSIST-PRIORITY-ORDER-SURVIVES (lavinmq#434: a priority queue restored as a plain one)
+    bad("TestPriorityOrderSurvives", "fifo-after-restart", prioritised("restart", PRIORITY_FIFO), "classic+priority", shows="[before-low1, before-low2, before-high"),
+    bad("TestPriorityOrderSurvives", "new-high-appended", prioritised("kill", ["before-high", "before-low1", "before-low2", "after-low", "after-high"]),
+        "classic+priority", shows="after-low, after-high]"),
+    bad("TestPriorityOrderSurvives", "high-lost", prioritised("restart", ["after-high", "before-low1", "before-low2", "after-low"]), "classic+priority",
+        shows="= [after-high, after-low, before-low1, before-low2]"),
+    bad("TestPriorityOrderSurvives", "unavailable", prioritised("kill", [], UNAVAILABLE), "classic+priority", shows="could not be consumed"),
     bad("TestNonDurableQueueGone", "passive-declare-closes-connection", with_(NON_DURABLE_GONE, after=connection_closed(541, "INTERNAL_ERROR")),
         "classic", RABBIT, shows="closed with 541"),
 ]

@@ -9,3 +9,4 @@ from . import limits  # noqa: F401
 from . import dead_letter  # noqa: F401
 from . import consumers  # noqa: F401
 from . import confirms  # noqa: F401
+from . import restored  # noqa: F401
