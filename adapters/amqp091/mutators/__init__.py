@@ -10,3 +10,4 @@ from . import dead_letter  # noqa: F401
 from . import consumers  # noqa: F401
 from . import confirms  # noqa: F401
 from . import restored  # noqa: F401
+from . import cancel  # noqa: F401

@@ -25,7 +25,9 @@ class TestCancelKeepsUnacked(Case):
         after_cancel = [delivery_obs(d) for d in ctx.drain(q)]
         ack_answer = ctx.channel_error(lambda: (session.ack(held[0].tag), session.sync()))
         session.close()
-        ctx.wait_for(lambda: ctx.stats(q).ready >= 1, "the channel close to requeue the unacked delivery")
+        gone = {d["id"] for d in after_cancel}
+        if any(d.message_id not in gone for d in held[1:]):  # a broker that requeued at the cancel has nothing left to return
+            ctx.wait_for(lambda: ctx.stats(q).ready >= 1, "the channel close to requeue the unacked delivery")
         after_close = [delivery_obs(d) for d in ctx.drain(q)]
         return {
             "published": published,
