@@ -44,8 +44,8 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from conformance.catalogue.configurations import base_of
 from conformance import yamlio
+from conformance.catalogue.configurations import base_of
 from conformance.catalogue.profile_keys import entry_problem
 from conformance.errors import UsageError
 from conformance.unsupported import CANNOT_EXPRESS, REFUSED

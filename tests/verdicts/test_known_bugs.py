@@ -12,11 +12,11 @@ import pytest
 
 from conformance.catalogue.explain import sections as explain_sections
 from conformance.catalogue.profiles import bundled_profiles, load_profile_file, parse_profile
+from conformance.catalogue.requirements import requirement
 from conformance.errors import UsageError
 from conformance.kit.verdicts import KNOWN_BUG_REASON, Outcome, Verdict, apply_profile
 from conformance.runner import records
 from conformance.runner.progress import case_block
-from conformance.catalogue.requirements import requirement
 
 REQ = "ACK-UNKNOWN-TAG-406"
 BUG = "https://github.com/example/broker/issues/1 (open)"
