@@ -510,7 +510,7 @@ class PikaAdapter(Adapter):
     features = frozenset({"nack", "recover", "multiple", "qos", "tx", "confirms"})
     #: What AMQP 0-9-1 can express (conformance/catalogue/data/capabilities.yaml): the requirements that apply.
     capabilities = frozenset({
-        "get.empty-reply", "consume.exclusive", "consume.many-per-session", "queue.exclusive", "prefetch.size", "publish.priority",
+        "get.empty-reply", "consume.exclusive", "consume.many-per-session", "consume.tags", "queue.exclusive", "prefetch.size", "publish.priority", "publish.pipelined",
         "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "ack.multiple", "ack.tag-errors",
         "client-failover", "consumer-cancel.keeps-unacked", "content-frames", "exchanges", "frame-faults", "get",
         "nack.discard", "nack.multiple", "nack.requeue", "prefetch.broker-window", "prefetch.global", "publish.confirmed",

@@ -79,7 +79,7 @@ def once_each(obs: Obs, what: str) -> Verdict:
 
 
 class TestEachPublishConfirmedOnce(Case):
-    requirement = "CONFIRM-EACH-PUBLISH-ONCE"
+    requirement = "PUBLISH-CONFIRM-EACH-ONCE"
     configurations = ("priority", "message-ttl", "delivery-limit", "length-limit-reject")
 
     def scenario(self, ctx: CaseContext) -> Obs:
@@ -105,7 +105,7 @@ class TestEachPublishConfirmedOnce(Case):
 
 
 class TestRefusedPublishNacked(Case):
-    requirement = "CONFIRM-REFUSED-NACKED"
+    requirement = "PUBLISH-CONFIRM-REFUSED-NACKED"
     configurations = ("priority", "message-ttl", "delivery-limit")
 
     def scenario(self, ctx: CaseContext) -> Obs:
@@ -150,7 +150,7 @@ class TestRefusedPublishNacked(Case):
 
 
 class TestUnroutableConfirmed(Case):
-    requirement = "CONFIRM-UNROUTABLE"
+    requirement = "PUBLISH-CONFIRM-UNROUTABLE"
     queue_types = (None,)
 
     def scenario(self, ctx: CaseContext) -> Obs:
