@@ -118,20 +118,39 @@ def test_a_clean_fail_of_a_known_bug_is_a_known_failure_not_a_false_alarm() -> N
 
 def test_a_mutation_reproducing_a_known_bug_is_not_held_to_break_its_requirement() -> None:
     """RabbitMQ 3.10.8 drops a full quorum queue's transaction under tx.commit-ok (rabbitmq-server#8966,
-    open): the quorum cell is a known failure, the classic one answers 406 whatever the mutation drops,
-    so tx-publish-dropped can kill only the requirements it may break there: neither missed nor
-    misattributed. The same mutation on a broker without the known failure is held to its word."""
+    open): the quorum cell is a known failure and the only cell of the requirement the mutation's run
+    reached, so tx-publish-dropped can kill only the requirements it may break there: neither missed
+    nor misattributed. The same mutation on a broker without the known failure is held to its word."""
     bug = "https://github.com/rabbitmq/rabbitmq-server/issues/8966 (open)"
     refused = "PUBLISH-TX-REFUSED-NOT-SILENT"
-    clean = [_rec("r[classic]", refused, "pass", "SHOULD"), {**_rec("r[quorum]", refused, "fail", "SHOULD"), "known_bug": bug},
-             _rec("t[classic]", "TX-COMMIT-IN-FLIGHT-ATOMIC", "pass")]
-    runs = {"tx-publish-dropped": [_rec("r[classic]", refused, "pass", "SHOULD"), _rec("t[classic]", "TX-COMMIT-IN-FLIGHT-ATOMIC", "fail")]}
+    clean = [{**_rec("r[quorum]", refused, "fail", "SHOULD"), "known_bug": bug}, _rec("t[classic]", "TX-COMMIT-IN-FLIGHT-ATOMIC", "pass")]
+    runs = {"tx-publish-dropped": [{**_rec("r[quorum]", refused, "fail", "SHOULD"), "known_bug": bug},
+                                   _rec("t[classic]", "TX-COMMIT-IN-FLIGHT-ATOMIC", "fail")]}
     m = _judge(clean, runs)
     mu = next(x for x in m["mutations"] if x["name"] == "tx-publish-dropped")
     assert (mu["missed"], mu["known_failure"], m["misattributed"]) == ([], [refused], [])
     assert m["ok"], m["problems"]
-    healthy = _judge([{**c, "verdict": "pass"} if c.get("known_bug") else c for c in clean], runs)
+    healthy = _judge([{**c, "verdict": "pass"} if c.get("known_bug") else c for c in clean],
+                     {"tx-publish-dropped": [_rec("r[quorum]", refused, "pass", "SHOULD"), _rec("t[classic]", "TX-COMMIT-IN-FLIGHT-ATOMIC", "fail")]})
     assert not healthy["ok"] and healthy["misattributed"] and healthy["missed"], healthy["problems"]
+
+
+def test_a_known_bug_exempts_only_its_own_cell() -> None:
+    """A known bug on the quorum cell (e.g. PREFETCH-ZERO-UNLIMITED [quorum]) is the broker's on that
+    cell only: a mutation declared to break the requirement that leaves its classic cell passing has
+    missed it, and a mutation no case caught is a blind spot, whatever the quorum cell does."""
+    bug = "https://github.com/rabbitmq/rabbitmq-server/issues/8966 (open)"
+    refused = "PUBLISH-TX-REFUSED-NOT-SILENT"
+    clean = [_rec("r[classic]", refused, "pass", "SHOULD"), {**_rec("r[quorum]", refused, "fail", "SHOULD"), "known_bug": bug},
+             _rec("t[classic]", "TX-COMMIT-IN-FLIGHT-ATOMIC", "pass")]
+    runs = {"tx-publish-dropped": [_rec("r[classic]", refused, "pass", "SHOULD"), {**_rec("r[quorum]", refused, "fail", "SHOULD"), "known_bug": bug},
+                                   _rec("t[classic]", "TX-COMMIT-IN-FLIGHT-ATOMIC", "fail")]}
+    m = _judge(clean, runs)
+    mu = next(x for x in m["mutations"] if x["name"] == "tx-publish-dropped")
+    assert (mu["missed"], mu["known_failure"]) == ([refused], [])
+    assert m["missed"] == [{"mutation": "tx-publish-dropped", "requirements": [refused]}] and m["misattributed"] and not m["ok"]
+    blind = _judge(clean, {"tx-publish-dropped": [_rec("r[classic]", refused, "pass", "SHOULD"), _rec("t[classic]", "TX-COMMIT-IN-FLIGHT-ATOMIC", "pass")]})
+    assert blind["blind_spots"] == ["tx-publish-dropped"], blind["problems"]
 
 
 def test_kill_matrix_is_ok_when_everything_is_proven() -> None:
