@@ -153,3 +153,10 @@ class SecretUrl(str):
     def reveal(self) -> str:
         """The plain string, for the client library that logs in with it."""
         return str.__str__(self)
+
+    def with_query(self, params: dict[str, object]) -> "SecretUrl":
+        """This URL with ``params`` added to its query string, still redacted when printed (a plain
+        ``+`` or f-string would make a str whose repr shows the password)."""
+        parts = urlsplit(self.reveal())
+        extra = "&".join(f"{quote(k)}={quote(str(v))}" for k, v in params.items())
+        return SecretUrl(urlunsplit(parts._replace(query=f"{parts.query}&{extra}" if parts.query else extra)))

@@ -34,6 +34,7 @@ from conformance.nemesis.faults import Action, Fault, Moment, Sender
 from conformance.nemesis.mutations import Mutation, Mutator, Probe, alters
 from conformance.nemesis.mutations import make as make_mutation
 from conformance.nemesis.wire import Codec, Frame, MalformedFrame, codec_for_any, frame_names
+from conformance.secrets import SecretUrl
 
 READ_CHUNK = 256 * 1024
 CONNECT_TIMEOUT_S = 5.0
@@ -258,12 +259,13 @@ class ProxyBase:
         port = parts.port or {"amqp": 5672, "amqps": 5671}.get(parts.scheme, 5672)
         return cls((parts.hostname or "127.0.0.1", port), **kw)
 
-    def url(self, target_url: str) -> str:
-        """``target_url`` with host and port replaced by the proxy's (credentials and vhost kept)."""
+    def url(self, target_url: str) -> SecretUrl:
+        """``target_url`` with host and port replaced by the proxy's (credentials and vhost kept,
+        so the result stays redacted when printed)."""
         parts = urlsplit(target_url)
         userinfo = parts.netloc.rpartition("@")[0]
         netloc = (userinfo + "@" if userinfo else "") + f"127.0.0.1:{self.port}"
-        return urlunsplit(parts._replace(netloc=netloc))
+        return SecretUrl(urlunsplit(parts._replace(netloc=netloc)))
 
     def start(self) -> Self:
         raise NotImplementedError

@@ -79,6 +79,20 @@ def test_secret_url_never_shows_its_password_as_an_object() -> None:
     assert scrub("amqp://u:a%25b@h") == "amqp://u:***@h"
 
 
+def test_urls_derived_from_a_secret_url_stay_secret() -> None:
+    """A case adding a connection option, or a proxy standing in for the broker, keeps the URL a
+    SecretUrl: a plain str made with ``+`` would show the password in a traceback's repr."""
+    from conformance.nemesis.proxy import FaultProxy
+
+    url = SecretUrl("amqp://user:s3cr3t-Pw@host:5672/%2F")
+    framed = url.with_query({"max-frame-size": 4096})
+    assert isinstance(framed, SecretUrl) and "s3cr3t-Pw" not in repr(framed)
+    assert framed.reveal() == "amqp://user:s3cr3t-Pw@host:5672/%2F?max-frame-size=4096"
+    assert framed.with_query({"idle-timeout": 0}).reveal().endswith("?max-frame-size=4096&idle-timeout=0")
+    proxied = FaultProxy(("host", 5672)).url(url)
+    assert isinstance(proxied, SecretUrl) and "s3cr3t-Pw" not in repr(proxied) and "s3cr3t-Pw" in proxied.reveal()
+
+
 def test_no_password_in_any_output_of_failing_erroring_and_timed_out_runs(rabbit: RabbitMQLocalNode, tmp_path: Path,
                                                                            silent_port: int) -> None:
     password = rabbit.password

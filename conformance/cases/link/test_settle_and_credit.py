@@ -12,6 +12,7 @@ from conformance.errors import ChannelClosed
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import returned_exactly
 from conformance.kit.verdicts import Verdict, first_failure, holds
+from conformance.secrets import SecretUrl
 
 #: The broker owes its detach (or its settlement under rcv-settle-mode second) at once.
 PROMPT_S = 3.0
@@ -152,8 +153,7 @@ class TestSessionWindowDelivers(Case):
     def scenario(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
         published = ctx.publish(q, self.QUEUED)
-        url = ctx.url + ("&" if "?" in ctx.url else "?") + f"max-frame-size={self.FRAME}"
-        session = ctx.connect("receiver", url=url).session(incoming_window=self.WINDOW)
+        session = ctx.connect("receiver", url=SecretUrl(ctx.url).with_query({"max-frame-size": self.FRAME})).session(incoming_window=self.WINDOW)
         receiver = session.receiver(q, credit=self.CREDIT)
         receiver.received(self.QUEUED, PROMPT_S)  # queued before the attach: all can flow at once
         got = list(receiver.buffer)
