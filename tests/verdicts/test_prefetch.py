@@ -171,6 +171,20 @@ def test_quorum_prefetch_zero_capped_at_2000_is_the_known_bug_and_nothing_else()
     assert other.outcome is Outcome.FAIL and not other.known_bug
 
 
+def test_prefetch_zero_key_names_what_was_delivered_and_the_stall_only_describes() -> None:
+    case = CASES["TestPrefetchZero"]()
+    for got in (1999, 2000, 2001):
+        v = case.verdict(with_(ZERO, received=got, missing=[f"m{got + 1}"], ready_after=2100 - got, stalled_s=9.5), RABBIT, QQ)
+        assert v.outcome is Outcome.FAIL and v.key == f"held-back-at-{got}", "the key is generic: held-back-at-N"
+        assert "stood still for 9.5s" in v.observed
+        known = apply_profile(v, case.requirement, QQ, RABBIT).known_bug
+        assert bool(known) is (got == 2000), "the profile's #14485 entry matches exactly 2000"
+    trickling = case.verdict(with_(ZERO, received=700, missing=["m701"], ready_after=1400, stalled_s=0.0), RABBIT, "classic")
+    assert trickling.outcome is Outcome.FAIL and "still falling at the deadline" in trickling.observed
+    late = case.verdict(with_(ZERO, stalled_s=0.2), RABBIT, QQ)
+    assert late.outcome is Outcome.PASS, "everything delivered: a deadline passed on the way is no finding"
+
+
 def test_quorum_credit_granted_twice_at_the_limit_is_a_deviation_on_3_10_only() -> None:
     case = CASES["TestLimitAfterDrop"]()
     v = apply_profile(case.verdict(DROP_CREDIT_TWICE, RABBIT, QQ), case.requirement, QQ, RABBIT)

@@ -203,13 +203,11 @@ class TestLimitAfterDrop(Case):
 #: "unlimited" credit has been seen to stop (rabbitmq/rabbitmq-server#14485, rabbit_fifo_client
 #: UNLIMITED_PREFETCH_COUNT 2000); small bodies, published in one unconfirmed burst.
 ZERO_MESSAGES = 2100
-#: The credit RabbitMQ's quorum queue client gives a prefetch-0 consumer (a documented defect).
-QUORUM_CREDIT = 2000
-#: How long the ready count may stand still above 0 before the broker is taken to hold the rest back
-#: (a local broker hands out thousands of messages a second).
-ZERO_STALL_S = 0.5
 #: How many missing or duplicated ids a record keeps (the counts say the rest).
 ZERO_SHOWN = 8
+#: A ready count unchanged this long when the deadline ran out is described as held back rather than
+#: still trickling out (a description only: the deadline decides the verdict).
+ZERO_STILL_S = 1.0
 
 
 class TestPrefetchZero(Case):
@@ -222,24 +220,25 @@ class TestPrefetchZero(Case):
         ctx.wait_for(lambda: ctx.stats(q).ready == len(ids), f"all {len(ids)} messages of the burst ready")
         consumer = ctx.session("consumer").consume(q, prefetch=0)
         # The broker's ready count is the barrier: 0 means every message was handed to the consumer.
-        # One that stops falling above 0 for ZERO_STALL_S is the broker holding messages back: a
-        # finding, not an error. Then only what was handed out is awaited.
+        # Only the case's ordinary deadline decides; how long the count had stood still when it ran
+        # out only describes a finding (held back, or still trickling out on a slow machine).
         last = [len(ids), time.monotonic()]
 
-        def dispatched_or_stalled() -> bool:
+        def dispatched() -> bool:
             ready, now = ctx.stats(q).ready, time.monotonic()
             if ready != last[0]:
                 last[:] = [ready, now]
-            return ready == 0 or now - last[1] >= ZERO_STALL_S
+            return ready == 0
 
+        stalled_s = None
         try:
-            ctx.wait_for(dispatched_or_stalled, f"the broker to hand all {len(ids)} messages to the prefetch-0 consumer, or stop for {ZERO_STALL_S:g}s")
+            ctx.wait_for(dispatched, f"the broker to hand all {len(ids)} messages to the prefetch-0 consumer")
         except OperationTimeout:
-            pass  # still trickling out at the deadline: what was handed out is judged
+            stalled_s = round(time.monotonic() - last[1], 1)  # what was handed out is judged
         held_back = ctx.stats(q).ready
         got = [d.message_id for d in ctx.take(consumer, len(ids) - held_back)]
         seen = set(got)
-        return {"published": len(ids), "received": len(got),
+        return {"published": len(ids), "received": len(got), "stalled_s": stalled_s,
                 "missing": [m for m in ids if m not in seen][:ZERO_SHOWN],
                 "duplicated": sorted({m for m in got if got.count(m) > 1})[:ZERO_SHOWN] if len(seen) < len(got) else [],
                 "ready_after": ctx.stats(q).ready}
@@ -251,11 +250,15 @@ class TestPrefetchZero(Case):
             problems.append(f"missing {fmt(obs['missing'])}{' ...' if len(obs['missing']) >= ZERO_SHOWN else ''}")
         if obs["duplicated"]:
             problems.append(f"duplicated {fmt(obs['duplicated'])}")
+        stalled = obs.get("stalled_s")
+        if obs["missing"] and stalled is not None:
+            problems.append(f"at the deadline the ready count had stood still for {stalled:g}s" if stalled >= ZERO_STILL_S
+                            else "the ready count still falling at the deadline")
         return first_failure(
             holds(not problems and got == n,
                   expected=f"all {n} ready messages delivered once with prefetch-count 0 and no ack",
                   observed=f"{got} deliveries" + (f" ({'; '.join(problems)})" if problems else ""),
-                  key=(f"held-back-at-{got}" if got == QUORUM_CREDIT else "held-back") if obs["missing"] else "duplicates" if problems else None),
+                  key=f"held-back-at-{got}" if obs["missing"] else "duplicates" if problems else None),
             same(0, obs["ready_after"], what="messages still ready in the queue"),
         )
 
