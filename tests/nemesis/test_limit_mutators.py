@@ -89,6 +89,41 @@ def test_concurrent_commit_fails_only_the_commit_sent_while_another_is_in_flight
     assert not d_io.client, "a commit on a channel never made transactional is the broker's to refuse"
 
 
+def test_concurrent_commit_fails_holds_the_first_commit_ok_until_a_second_commit_fails() -> None:
+    limits._SHARED.pop("concurrent-commit-fails", None)
+    m = make("concurrent-commit-fails")
+    a_io, b_io = IO(), IO()
+    a, b = m.mutator(a_io), m.mutator(b_io)
+    feed(b, c(commands.Tx.Select()))
+    feed(a, c(commands.Tx.Select(), commands.Tx.Commit()))
+    _, to_client = feed(a, s(*frames091((commands.Tx.CommitOk(), 1))))
+    assert to_client == [] and not a_io.client, "b could still commit: a's commit-ok is held"
+    feed(b, c(commands.Tx.Commit()))
+    assert [type(v) for v in decoded(b_io.client)] == [commands.Connection.Close], "commits serialised by the client still race"
+    assert [type(v) for v in decoded(a_io.client)] == [commands.Tx.CommitOk], "the first commit is answered once the second failed"
+    a_io.timers[0]()
+    assert len(decoded(a_io.client)) == 1, "the hold's deadline sends nothing twice"
+
+
+def test_concurrent_commit_fails_releases_a_lone_commit() -> None:
+    limits._SHARED.pop("concurrent-commit-fails", None)
+    m = make("concurrent-commit-fails")
+    a_io, b_io = IO(), IO()
+    a = m.mutator(a_io)
+    feed(a, c(commands.Tx.Select(), commands.Tx.Commit()))
+    _, to_client = feed(a, s(*frames091((commands.Tx.CommitOk(), 1))))
+    assert [type(v) for v in decoded(to_client)] == [commands.Tx.CommitOk], "nobody else in a transaction: nothing held"
+    b = m.mutator(b_io)
+    feed(b, c(commands.Tx.Select()))
+    feed(a, c(commands.Tx.Commit()))
+    _, to_client = feed(a, s(*frames091((commands.Tx.CommitOk(), 1))))
+    assert to_client == [] and len(a_io.timers) == 1
+    a_io.timers[0]()
+    assert [type(v) for v in decoded(a_io.client)] == [commands.Tx.CommitOk], "held at most HOLD_S, then answered"
+    feed(b, c(commands.Tx.Commit()))
+    assert not b_io.client, "a commit after the other's commit-ok does not race it"
+
+
 def test_delivery_limit_early_removes_the_message_at_its_nth_delivery() -> None:
     op, io = fresh("delivery-limit-early")
     declare = c(commands.Queue.Declare(queue="q", arguments={"x-delivery-limit": 2}))

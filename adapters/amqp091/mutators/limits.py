@@ -257,29 +257,59 @@ class ConcurrentCommitFails(Tracker):
     """Qpid Broker-J before 7.1.3 failed one of two transactions committed at the same time with
     "Cannot commit transaction with state 'DISCHARGING'" (QPID-8309); the client's commit gets no
     commit-ok, its connection is closed with an internal error. Only commits in flight together
-    race: a commit is in flight from the moment it reaches the proxy until the broker answers it
-    (commit-ok, or a channel or connection close), or its connection goes."""
+    race: a commit is in flight from the moment it reaches the proxy until its commit-ok reaches the
+    client (or a channel or connection close), or its connection goes. So that clients released
+    together race even when their commits reach the proxy one after another, a commit-ok is held
+    back (at most HOLD_S) while another connection has a transaction open that could commit, and
+    released as soon as a second commit has been failed."""
 
-    #: A commit unanswered for this long is not racing anything.
+    #: A commit unanswered by the broker for this long is not racing anything.
     STALE_S = 1.0
+    #: The longest a commit-ok waits for a concurrent commit (a lone commit is answered late, never lost).
+    HOLD_S = 2.0
 
-    def in_flight(self) -> dict[tuple[int, int], float]:
+    def in_flight(self) -> dict[tuple[int, int], list[Any]]:
+        """(operator id, channel) -> [sent at, operator, held commit-ok frame or None]."""
         return shared(self).setdefault("commits", {})
 
+    def live(self) -> dict[int, "ConcurrentCommitFails"]:
+        return shared(self).setdefault("connections", {})
+
     def client_frame(self, frame: Frame) -> list[bytes] | None:
+        if frame.name == "tx.select":
+            self.live()[id(self)] = self
         if frame.name != "tx.commit" or frame.channel not in self.transacted:
             return None
         commits, now = self.in_flight(), time.monotonic()
-        racing = [k for k, t in commits.items() if k[0] != id(self) and now - t < self.STALE_S]
+        racing = [k for k, (t, _, held) in commits.items() if k[0] != id(self) and (held is not None or now - t < self.STALE_S)]
         if not racing:
-            commits[(id(self), frame.channel)] = now
+            commits[(id(self), frame.channel)] = [now, self, None]
             return None
         self.applied(f"tx.commit on channel {frame.channel} sent while {len(racing)} other commit(s) awaited commit-ok: answered with connection.close 541")
-        return self.close_connection(frame, 541, "INTERNAL_ERROR - Cannot commit transaction with state 'DISCHARGING'")
+        out = self.close_connection(frame, 541, "INTERNAL_ERROR - Cannot commit transaction with state 'DISCHARGING'")
+        for k in racing:
+            self.release(k)
+        return out
+
+    def release(self, key: tuple[int, int]) -> None:
+        """Send a held commit-ok on (if it is still held) and end that commit's flight."""
+        entry = self.in_flight().get(key)
+        if entry is not None and entry[2] is not None:
+            del self.in_flight()[key]
+            entry[1].io.to_client([entry[2]])
+
+    def others_open(self) -> bool:
+        return any(op is not self and op.transacted and not op.shutting for op in self.live().values())
 
     def other_server_frame(self, frame: Frame) -> list[bytes] | None:
+        key = (id(self), frame.channel)
+        if frame.name == "tx.commit-ok" and key in self.in_flight() and self.others_open():
+            self.in_flight()[key][2] = frame.raw
+            self.io.later(self.HOLD_S, lambda: self.release(key))
+            self.io.note(f"tx.commit-ok on channel {frame.channel} held (at most {self.HOLD_S:g}s) for a concurrent commit")
+            return []
         if frame.name in ("tx.commit-ok", "channel.close"):
-            self.in_flight().pop((id(self), frame.channel), None)
+            self.in_flight().pop(key, None)
         elif frame.name == "connection.close":
             self.closing(S)
         return None
@@ -288,6 +318,7 @@ class ConcurrentCommitFails(Tracker):
         commits = self.in_flight()
         for k in [k for k in commits if k[0] == id(self)]:
             del commits[k]
+        self.live().pop(id(self), None)
         return []
 
 
