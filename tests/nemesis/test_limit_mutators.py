@@ -136,6 +136,29 @@ def test_delivery_limit_early_removes_the_message_at_its_nth_delivery() -> None:
     assert to_server == [], "its own return of the removed message is swallowed"
 
 
+def test_delivery_limit_early_splits_a_multiple_settlement_covering_the_removed_tag() -> None:
+    op, io = fresh("delivery-limit-early")
+    declare = c(commands.Queue.Declare(queue="q", arguments={"x-delivery-limit": 2}))
+    # m1 reaches its limit at its second delivery (tag 2, removed); m2 (tag 3) does not
+    feed(op, declare + consume() + s(*deliver(1), *deliver(2, True), *deliver(3, mid="m2")))
+    assert [v.delivery_tag for v in decoded(io.server)] == [2]
+    to_server, _ = feed(op, c(commands.Basic.Ack(3, multiple=True)))
+    assert [(type(v), v.delivery_tag, v.multiple) for v in decoded(to_server)] == [(commands.Basic.Ack, 1, False), (commands.Basic.Ack, 3, False)], \
+        "the removed tag 2 never reaches the broker; the others are settled singly"
+    op, io = fresh("delivery-limit-early")
+    feed(op, declare + consume() + s(*deliver(1), *deliver(2, True), *deliver(3, mid="m2")))
+    to_server, _ = feed(op, c(commands.Basic.Nack(2, multiple=True, requeue=True)))
+    assert [(type(v), v.delivery_tag, v.multiple, v.requeue) for v in decoded(to_server)] == [(commands.Basic.Nack, 1, False, True)]
+    to_server, _ = feed(op, c(commands.Basic.Nack(0, multiple=True, requeue=False)))
+    assert [(type(v), v.delivery_tag, v.multiple) for v in decoded(to_server)] == [(commands.Basic.Nack, 0, True)], \
+        "nothing removed is covered any more: forwarded unchanged"
+    op, io = fresh("delivery-limit-early")
+    feed(op, declare + consume() + s(*deliver(1), *deliver(2, True)))
+    feed(op, c(commands.Basic.Ack(1)))
+    to_server, _ = feed(op, c(commands.Basic.Ack(0, multiple=True)))
+    assert to_server == [], "a multiple ack covering only the removed tag is swallowed"
+
+
 def test_delivery_limit_early_counts_deliveries_over_every_connection_and_ignores_unlimited_queues() -> None:
     limits._SHARED.pop("delivery-limit-early", None)
     m = make("delivery-limit-early")

@@ -36,6 +36,9 @@ IDS = {"basic.recover": (60, 110), "basic.ack": (60, 80), "basic.nack": (60, 120
        "basic.get": (60, 70), "tx.commit": (90, 20)}
 
 
+#: The settlements that can be multiple (basic.reject cannot), for splitting one into single ones.
+_MULTIPLE = {"basic.ack": commands.Basic.Ack, "basic.nack": commands.Basic.Nack}
+
 _SHARED: dict[str, dict[str, Any]] = {}
 
 
@@ -369,15 +372,33 @@ class DeliveryLimitEarly(LimitTracker):
             self.applied(f"delivery {n[0]} of {n[1]} allowed (delivery_tag {tag}, queue {queue!r}) rejected to the broker without requeue")
         return msg.frames
 
+    def forget(self, ch: int) -> None:
+        super().forget(ch)
+        self.removed -= {k for k in self.removed if k[0] == ch}  # a new channel numbers its tags afresh
+
     def client_frame(self, frame: Frame) -> list[bytes] | None:
         if frame.name not in SETTLEMENTS:
             return None
-        v = decode(frame)
-        if (frame.channel, v.delivery_tag) in self.removed and not getattr(v, "multiple", False):
-            self.removed.discard((frame.channel, v.delivery_tag))
+        ch, v = frame.channel, decode(frame)
+        if not getattr(v, "multiple", False):
+            if (ch, v.delivery_tag) not in self.removed:
+                return None
+            self.removed.discard((ch, v.delivery_tag))
             self.applied(f"{frame.name} of delivery_tag {v.delivery_tag} swallowed: the message was already removed")
             return []
-        return None
+        # A multiple settlement covering a removed tag would name a tag the broker no longer knows
+        # (406): it is split into single settlements of the others, as the broker would have applied it.
+        covers = lambda t: not v.delivery_tag or t <= v.delivery_tag  # noqa: E731
+        gone = sorted(t for c, t in self.removed if c == ch and covers(t))
+        if not gone:
+            return None
+        settled_in_tx = self.tx_settled.get(ch, set())
+        keep = sorted(t for t in self.outstanding.get(ch, set()) if covers(t) and t not in gone and t not in settled_in_tx)
+        self.removed -= {(ch, t) for t in gone}
+        fields = {} if frame.name == "basic.ack" else {"requeue": v.requeue}
+        self.applied(f"{frame.name}(multiple=true) of delivery_tag {v.delivery_tag} on channel {ch}: removed tag(s) {gone} left out"
+                     + (f", sent as single settlements of {keep}" if keep else ", nothing else to settle"))
+        return [encode(_MULTIPLE[frame.name](delivery_tag=t, multiple=False, **fields), ch) for t in keep]
 
 
 @operator("limit-return-crashes", P, "when a message fetched by basic.get from a delivery-limited queue is returned once more than the limit allows, closes the channel with 541 INTERNAL_ERROR instead of removing the message (the broker gets a clean channel.close and keeps it)")
