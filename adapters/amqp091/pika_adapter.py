@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import pika
 import pika.exceptions as px
-from pika.adapters.blocking_connection import BlockingChannel, _ConsumerInfo
+from pika.adapters.blocking_connection import BlockingChannel
 from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
 from conformance.api import (
@@ -165,13 +165,29 @@ class PikaConsumer(Consumer):
         self.session.channel.basic_cancel(self.tag)
 
 
+def _internals(what: str, *pairs: tuple[Any, str]) -> None:
+    """pika's public API cannot express ``what``, so the adapter uses pika's private attributes; a pika
+    release without one of them makes the operation Unsupported (the adapter cannot express it), named,
+    instead of an AttributeError inside a case. tests/adapters/test_pika_internals.py checks the installed pika."""
+    missing = [name for obj, name in pairs if not hasattr(obj, name)]
+    if missing:
+        raise Unsupported(f"{what} needs pika internals this pika {pika.__version__} lacks: {', '.join(missing)}")
+
+
 def _consume_broker_named(channel: BlockingChannel, queue: str, on_message: Any, auto_ack: bool, exclusive: bool,
                           arguments: dict[str, Any] | None) -> str:
     """basic.consume with an empty consumer-tag, so that the broker names the consumer (pika always
     names its own). The consumer is registered with pika's channel from basic.consume-ok, before any
     frame after it is dispatched, exactly as pika registers its own; the tag is the broker's word,
     so two consumers given the same tag share it here as they would on the wire."""
+    import pika.adapters.blocking_connection as blocking
+
+    what = "a broker-named consumer tag"
+    _internals(what, (blocking, "_ConsumerInfo"), (channel, "_impl"), (channel, "_consumer_infos"),
+               (channel, "_basic_consume_ok_result"), (channel, "_flush_output"), (channel, "_on_consumer_message_delivery"))
+    _ConsumerInfo = blocking._ConsumerInfo
     impl = channel._impl
+    _internals(what, (impl, "_rpc"), (impl, "_consumers"), (impl, "_consumers_with_noack"))
     named: list[str] = []
 
     def on_ok(frame: Any) -> None:
@@ -334,6 +350,7 @@ class PikaSession(Session):
                           exchange: str = "", commit: bool = False, window: float = 5.0) -> list[PublisherEvent]:
         # pika's blocking channel waits for each confirm, so the publishes go through its
         # asynchronous channel and the connection is pumped until the broker has answered them all
+        _internals("pipelined publishing", (self.channel, "_impl"), (self.channel, "_closing_reason"))
         impl = self.channel._impl
         if not hasattr(self, "_events"):
             self._events: list[PublisherEvent] = []
