@@ -222,6 +222,8 @@ TOPOLOGY_VIOLATIONS: list[Example] = [
     # DLX-AFTER-REQUEUE
     bad("TestDeadLetterAfterRequeue", "crashed", after_requeue([], "channel closed with 541 INTERNAL_ERROR"), QQ, shows="541"),
     bad("TestDeadLetterAfterRequeue", "not-dead-lettered", after_requeue([]), shows="held []"),
+    bad("TestDeadLetterAfterRequeue", "published-lost", {"source": Q, "lost": "m1, published to q, never handed out", "dead": []},
+        QQ, shows="m1, published to q, never handed out"),
     bad("TestDeadLetterAfterRequeue", "requeue-counted", after_requeue([dead("m1", [death(Q, count=2)], first_death(Q))]), QQ,
         shows="count: 2"),
     # DLX-HEADERS-KEPT
@@ -229,8 +231,13 @@ TOPOLOGY_VIOLATIONS: list[Example] = [
     bad("TestHeadersKept", "nested-table-lost", headers_kept({**APP, "app-table": {"inner": "value"}}), QQ, shows="app-table: {inner: value}, app-array"),
     bad("TestHeadersKept", "no-x-death", headers_kept(deaths_=[]), shows="x-death = []"),
     bad("TestHeadersKept", "two-copies", headers_kept(copies=2), shows="held [m1, m1]"),
+    bad("TestHeadersKept", "published-lost", {"sent": APP, "lost": "m1, published to q, never handed out", "dead": [], "app": []},
+        shows="m1, published to q, never handed out"),
     # DLX-REPUBLISHED-DIES-AGAIN
     bad("TestRepublishedDiesAgain", "second-death-lost", republished(republished()["copies"][:1], left=1), shows="copies [m1]; 1 still ready"),
+    bad("TestRepublishedDiesAgain", "republished-lost",
+        {**republished(republished()["copies"][:1]), "lost": "m1 re-published by the client to q, never handed out by basic.get within 3s"},
+        shows="m1 re-published by the client to q, never"),
     bad("TestRepublishedDiesAgain", "crashed", republished(republished()["copies"][:1], "channel closed with 541 INTERNAL_ERROR"), QQ,
         shows="541"),
     bad("TestRepublishedDiesAgain", "history-restarted", republished(RESTARTED), shows="count: 1"),
@@ -246,6 +253,8 @@ TOPOLOGY_VIOLATIONS: list[Example] = [
     bad("TestMaxlenOrder", "reason-expired", maxlen_order(reason="expired"), shows="reason: expired"),
     # DLX-TARGET-LIMIT
     bad("TestTargetLimit", "drop-head-unlimited", target_limit("drop-head", ["m1", "m2", "m3"], []), shows="dlq: [m1, m2, m3]"),
+    bad("TestTargetLimit", "m2-lost", {**target_limit("reject-publish", ["m1"], ["m1"]), "lost": "m2, published to q, never handed out"},
+        shows="m2, published to q, never handed out"),
     bad("TestTargetLimit", "drop-head-newest-dropped", target_limit("drop-head", ["m1", "m2"], []), QQ, shows="side: []"),
     bad("TestTargetLimit", "drop-head-reason", target_limit("drop-head", ["m2", "m3"], ["m1"], side_deaths=[death(DLQ, "expired"), death(Q)]),
         shows="reason: expired"),

@@ -58,6 +58,14 @@ def get_within(ctx: CaseContext, session: Session, queue: str, timeout: float, w
         time.sleep(0.01)  # allowed: polling a broker condition (basic.get) with a deadline
 
 
+def lost_verdict(obs: Obs) -> Verdict | None:
+    """A message the client published (or re-published) that its queue never handed out: the
+    broker lost it before the dead-lettering under test could happen, a failure naming the loss."""
+    if not obs.get("lost"):
+        return None
+    return holds(False, expected="every message published to the queue handed out by basic.get", observed=obs["lost"], key="lost")
+
+
 def count_within(ctx: CaseContext, queue: str, n: int, timeout: float, what: str) -> bool:
     """Barrier: ``queue`` reports at least ``n`` ready messages within ``timeout`` (False if not:
     what never arrived is the verdict's observation, not the suite's error)."""
@@ -182,9 +190,9 @@ class TestDeadLetterAfterRequeue(Case):
         error = None
         redelivered = None
         try:
-            d = session.get(q, ack_mode=AckMode.MANUAL)
+            d = get_within(ctx, session, q, GRACE_S, f"m1 in {q}")
             if d is None:
-                raise AssertionError(f"{q} unexpectedly empty")  # setup error, not a verdict
+                return {"source": q, "lost": f"m1, published to {q}, never handed out by basic.get within {GRACE_S:g}s", "dead": []}
             session.nack(d.tag, requeue=True)
             d = get_within(ctx, session, q, GRACE_S, f"m1 requeued to {q}")
             if d is None:
@@ -200,6 +208,9 @@ class TestDeadLetterAfterRequeue(Case):
                 "left": ctx.stats(q).ready}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        lost = lost_verdict(obs)
+        if lost:
+            return lost
         dead = obs["dead"]
         arrived = first_failure(
             holds(obs["error"] is None, expected="basic.reject(requeue=false) of the requeued m1 accepted",
@@ -252,9 +263,9 @@ class TestHeadersKept(Case):
         q, dlq = with_dlq(ctx)
         ctx.admin.publish(q, b"m1", message_id="m1", headers=dict(APP_HEADERS))
         session = ctx.session("consumer")
-        d = session.get(q, ack_mode=AckMode.MANUAL)
+        d = get_within(ctx, session, q, GRACE_S, f"m1 in {q}")
         if d is None:
-            raise AssertionError(f"{q} unexpectedly empty")  # setup error, not a verdict
+            return {"sent": plain(APP_HEADERS), "lost": f"m1, published to {q}, never handed out by basic.get within {GRACE_S:g}s", "dead": [], "app": []}
         session.reject(d.tag, requeue=False)
         session.sync()
         ctx.wait_for(lambda: ctx.stats(dlq).ready >= 1 or ctx.stats(q).ready > 0, f"m1 dead-lettered into {dlq} (or back in {q})")
@@ -263,6 +274,9 @@ class TestHeadersKept(Case):
                 "app": [plain({k: v for k, v in c.headers.items() if k.startswith("app-")}) for c in copies]}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        lost = lost_verdict(obs)
+        if lost:
+            return lost
         dead = obs["dead"]
         if len(dead) != 1:
             return one_copy(dead, "m1")
@@ -285,14 +299,15 @@ class TestRepublishedDiesAgain(Case):
         q, dlq = with_dlq(ctx)
         ctx.admin.publish(q, b"m1", message_id="m1", expiration_ms=expiration)
         session = ctx.session("consumer")
-        error = None
+        error = lost = None
         copies: list[dict[str, Any]] = []
         try:
             for n in range(2):
                 if how == "rejected":
                     d = get_within(ctx, session, q, GRACE_S, f"m1 in {q} (publication {n + 1})")
                     if d is None:
-                        raise AssertionError(f"{q} unexpectedly empty")  # setup error, not a verdict
+                        lost = f"m1 {'re-published by the client' if n else 'published'} to {q}, never handed out by basic.get within {GRACE_S:g}s"
+                        break
                     session.reject(d.tag, requeue=False)
                     session.sync()
                 copy = get_within(ctx, session, dlq, GRACE_S, f"m1 dead-lettered into {dlq} (death {n + 1})")
@@ -306,9 +321,12 @@ class TestRepublishedDiesAgain(Case):
             session.sync()
         except ChannelClosed as exc:
             error = closed(exc)
-        return {"variant": how, "source": q, "error": error, "copies": copies, "left": ctx.stats(q).ready}
+        return {"variant": how, "source": q, "error": error, "lost": lost, "copies": copies, "left": ctx.stats(q).ready}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        lost = lost_verdict(obs)
+        if lost:
+            return lost
         copies = obs["copies"]
         got = [c["id"] for c in copies]
         src = obs["source"]
@@ -385,12 +403,13 @@ class TestTargetLimit(Case):
             q = ctx.queue({DLX: x})
         ids = ctx.publish(q, 3)
         session = ctx.session("consumer")
-        error = None
+        error = lost = None
         try:
             for mid in ids:
-                d = session.get(q, ack_mode=AckMode.MANUAL)
+                d = get_within(ctx, session, q, GRACE_S, f"{mid} in {q}")
                 if d is None:
-                    raise AssertionError(f"{q} unexpectedly empty")  # setup error, not a verdict
+                    lost = f"{mid}, published to {q}, never handed out by basic.get within {GRACE_S:g}s"
+                    break
                 session.reject(d.tag, requeue=False)
                 session.sync()
                 if mid == "m2":  # m1 and m2 fill the dead-letter queue before m3 overflows it
@@ -400,12 +419,15 @@ class TestTargetLimit(Case):
             session = ctx.session("reader")
         count_within(ctx, side, 1 if overflow == "drop-head" else 3, GRACE_S,
                      f"m1 pushed out of {dlq} into {side}" if overflow == "drop-head" else f"m1..m3 dead-lettered into {side}")
-        return {"variant": overflow, "source": q, "dlq": dlq, "error": error,
+        return {"variant": overflow, "source": q, "dlq": dlq, "error": error, "lost": lost,
                 "dlq_held": [dead_obs(d) for d in get_all(session, dlq)],
                 "side_held": [dead_obs(d) for d in get_all(session, side)],
                 "source_held": [d.message_id for d in get_all(session, q)]}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        lost = lost_verdict(obs)
+        if lost:
+            return lost
         got = {"dlq": [d["id"] for d in obs["dlq_held"]], "side": [d["id"] for d in obs["side_held"]], "source": obs["source_held"]}
         if obs.get("error"):
             return holds(False, expected="each basic.reject(requeue=false) accepted, whatever the dead-letter queue does with the copy",
