@@ -275,7 +275,7 @@ class ConcurrentCommitFails(Tracker):
         """(operator id, channel) -> [sent at, operator, held commit-ok frame or None]."""
         return shared(self).setdefault("commits", {})
 
-    def live(self) -> dict[int, "ConcurrentCommitFails"]:
+    def live(self) -> dict[int, ConcurrentCommitFails]:
         return shared(self).setdefault("connections", {})
 
     def client_frame(self, frame: Frame) -> list[bytes] | None:
@@ -388,7 +388,7 @@ class DeliveryLimitEarly(LimitTracker):
             return []
         # A multiple settlement covering a removed tag would name a tag the broker no longer knows
         # (406): it is split into single settlements of the others, as the broker would have applied it.
-        covers = lambda t: not v.delivery_tag or t <= v.delivery_tag  # noqa: E731
+        covers = lambda t: not v.delivery_tag or t <= v.delivery_tag
         gone = sorted(t for c, t in self.removed if c == ch and covers(t))
         if not gone:
             return None
