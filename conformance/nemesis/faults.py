@@ -38,7 +38,9 @@ class Action(str, enum.Enum):
     FIN = "fin"
     #: Blackhole: keep both sockets open and silently discard everything from now on.
     STALL = "stall"
-    #: Hold the matching frame (and everything after it in that direction) for ``delay_s`` seconds.
+    #: Hold the matching frame (and everything after it in that direction) for ``delay_s`` seconds,
+    #: or, with ``until``, until one of those frames from the other peer has reached it (``delay_s``
+    #: is then the bound on the wait).
     DELAY = "delay"
     #: Discard the matching frame and everything after it in that direction; the other direction flows.
     DROP = "drop"
@@ -62,6 +64,10 @@ class Fault:
     channel: int | None = None
     connection: int | None = None
     delay_s: float = 0.0
+    #: A DELAY's hold ends once one of these frames from the other peer has been forwarded and
+    #: acknowledged by its recipient's TCP stack: the hold spans that protocol event however slow
+    #: the machine; ``delay_s`` only bounds the wait if it never comes (the hit then says so).
+    until: tuple[str, ...] = ()
     #: Start counting only once this other fault has fired (a sequence of faults across reconnects).
     following: "Fault | None" = field(default=None, repr=False)
     fired: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -80,6 +86,9 @@ class Fault:
             raise ValueError("a delay fault needs delay_s > 0")
         if self.action is Action.DELAY and self.moment is Moment.INSIDE:
             raise ValueError("a delay holds whole frames; it cannot act inside one")
+        self.until = tuple(self.until)
+        if self.until and self.action is not Action.DELAY:
+            raise ValueError("only a delay holds until a frame")
 
     def matches(self, conn_id: int, sender: Sender, name: str, channel: int) -> bool:
         """Count the frame if it is of the watched kind; True when this is the one to fire on."""
@@ -102,11 +111,21 @@ class Fault:
             where = "after forwarding half of it"
         else:
             where = f"{self.moment.value} forwarding" if self.action is not Action.DROP or self.moment is Moment.AFTER else "instead of forwarding"
-        return f"{self.action.value} on {_ordinal(self.nth)} {self.frame} from the {self.sender.value}, {where}"
+        held = f" until {' or '.join(self.until)} from the {other(self.sender).value} passed (at most {self.delay_s:g}s)" if self.until else ""
+        return f"{self.action.value} on {_ordinal(self.nth)} {self.frame} from the {self.sender.value}, {where}{held}"
+
+    @property
+    def held_to_event(self) -> bool:
+        """A hold with ``until`` that fired and ended on its frame, not on its bound."""
+        return bool(self.until) and self.fired.is_set() and " held until " in (self.hit or "")
 
     def wait(self, timeout: float) -> bool:
         """Block until the fault fired (True) or ``timeout`` passed (False)."""
         return self.fired.wait(timeout)
+
+
+def other(sender: Sender) -> Sender:
+    return Sender.SERVER if sender is Sender.CLIENT else Sender.CLIENT
 
 
 def _ordinal(n: int) -> str:

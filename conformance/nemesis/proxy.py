@@ -181,6 +181,8 @@ class _Link:
     #: direction must not forward the peer's reply in that window (that would make "after the
     #: broker got tx.commit, before the client saw commit-ok" a race).
     gate: asyncio.Event = field(default_factory=asyncio.Event)
+    #: DELAY faults holding a direction until a frame of the other one passes (Fault.until).
+    holds: list[tuple[Fault, asyncio.Event]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.gate.set()
@@ -512,6 +514,7 @@ class FaultProxy(ProxyBase):
                         data += await reader.readexactly(8 - len(data))
                     codec = await self._codec(link, sender, data)
                 out: list[bytes] = []
+                ending: list[tuple[Fault, asyncio.Event, str]] = []
                 trace, who, faults = self.trace, sender.value, self._faults
                 mutator = link.mutator
                 for frame in codec.feed(data):
@@ -524,6 +527,9 @@ class FaultProxy(ProxyBase):
                             out.append(frame.raw)
                         else:
                             out += raws
+                        if link.holds:
+                            ending += [(f, ev, f"{who} frame #{index} {frame.name}") for f, ev in link.holds
+                                       if f.sender is not sender and frame.name in f.until]
                         continue
                     if fault.moment is Moment.AFTER:
                         out += [frame.raw] if raws is None else raws
@@ -548,8 +554,12 @@ class FaultProxy(ProxyBase):
                         out = []
                         break
                 if out and not await link.send(writer, out, sender, self.trace):
+                    self._release(link, ending, " (the connection closed)")
                     return
                 await writer.drain()
+                if ending:
+                    await self._flushed(writer)  # the held peer's counterpart has it, not just the proxy
+                    self._release(link, ending)
         except MalformedFrame as exc:
             self._report(link.id, f"malformed input from the {sender.value}: {exc}; connection closed")
             link.finish()
@@ -567,6 +577,14 @@ class FaultProxy(ProxyBase):
             if not link.closed:
                 self._report(link.id, f"proxy error on the {sender.value} side: {exc!r}; connection reset")
                 link.reset()
+
+    def _release(self, link: _Link, ending: list[tuple[Fault, asyncio.Event, str]], why: str = "") -> None:
+        """End the holds whose ``until`` frame passed (Fault.until)."""
+        for fault, release, what in ending:
+            if not release.is_set():
+                fault.hit = f"{fault.hit}; held until {what} passed{why}"
+                self.trace.note(link.id, f"hold released: {what} passed{why}")
+                release.set()
 
     def _mutate(self, link: _Link, mutator: Mutator, sender: Sender, frame: Frame) -> list[bytes] | None:
         """The frames to forward in ``frame``'s place; a failing operator leaves the frame unchanged."""
@@ -610,6 +628,9 @@ class FaultProxy(ProxyBase):
         text = f"FAULT {fault.describe()}: hit {fault.hit}"
         self.trace.note(link.id, text)
         self._event(text)
+        release = asyncio.Event()
+        if fault.action is Action.DELAY and fault.until:
+            link.holds.append((fault, release))  # before anyone learns of the hold and sends the frame ending it
         fault.struck.set()
         if self._on_struck is not None:
             try:
@@ -624,6 +645,14 @@ class FaultProxy(ProxyBase):
             link.stalled = True
         elif fault.action is Action.DROP:
             link.dropped.add(sender)
+        elif fault.action is Action.DELAY and fault.until:
+            try:
+                await asyncio.wait_for(release.wait(), fault.delay_s)
+            except asyncio.TimeoutError:
+                fault.hit = f"{fault.hit}; held {fault.delay_s:g}s, its bound: no {' or '.join(fault.until)} passed"
+                self.trace.note(link.id, f"hold released after {fault.delay_s:g}s: no {' or '.join(fault.until)} passed")
+            finally:
+                link.holds.remove((fault, release))
         elif fault.action is Action.DELAY:
             await asyncio.sleep(fault.delay_s)  # allowed: the delay is the fault being injected
         fault.fired.set()

@@ -26,7 +26,7 @@ from conformance.nemesis.proxy import FaultProxy, ProxyBase, TraceEntry, TraceRe
 
 START_TIMEOUT_S = 15.0
 CALL_TIMEOUT_S = 10.0
-_FAULT_FIELDS = ("action", "frame", "sender", "nth", "moment", "channel", "connection", "delay_s")
+_FAULT_FIELDS = ("action", "frame", "sender", "nth", "moment", "channel", "connection", "delay_s", "until")
 
 _context_lock = threading.Lock()
 _context: Any = None

@@ -349,3 +349,30 @@ def test_a_delay_is_struck_before_it_has_fired(rabbit: RabbitMQLocalNode, proxy:
     assert not hold.fired.is_set(), "fired only once the hold is over"
     assert hold.wait(5) and hold.hit and "queue.declare-ok" in hold.hit
     done.join(5)
+
+
+def test_a_hold_until_a_frame_spans_that_frame_however_late_it_comes(rabbit: RabbitMQLocalNode, proxy: ProxyBase) -> None:
+    """A delay with ``until`` holds the broker's deliveries until the client's basic.cancel has passed
+    (not for a guessed time), so the broker gets the cancel while its delivery is still held; the
+    bound only ends a hold whose frame never comes, and the hit says which ended it."""
+    publisher = PikaAdapter().connect(rabbit.url).session()
+    q = queue(publisher)
+    session = PikaAdapter().connect(proxy.url(rabbit.url), op_timeout=5.0).session()
+    hold = proxy.arm(Fault(Action.DELAY, "basic.deliver", Sender.SERVER, delay_s=30, until=("basic.cancel",)))
+    assert "until basic.cancel from the client passed (at most 30s)" in hold.describe()
+    consumer = session.consume(q, prefetch=1)
+    publisher.publish(q, b"held", message_id="m1")
+    assert hold.struck.wait(5), "the delivery is held"
+    time.sleep(0.5)  # allowed: a client slower than any fixed hold the case could have guessed
+    assert not hold.fired.is_set(), "still held: no basic.cancel yet"
+    start = time.monotonic()
+    consumer.cancel()
+    assert time.monotonic() - start < 10 and hold.wait(5) and hold.held_to_event, hold.hit
+    assert "basic.deliver on channel" in (hold.hit or "") and " basic.cancel passed" in (hold.hit or "")
+    bounded = proxy.arm(Fault(Action.DELAY, "queue.declare-ok", Sender.SERVER, delay_s=0.3, until=("basic.cancel",)))
+    start = time.monotonic()
+    queue(session)
+    assert time.monotonic() - start >= 0.3 and bounded.wait(5) and not bounded.held_to_event
+    assert "its bound: no basic.cancel passed" in (bounded.hit or "")
+    with pytest.raises(ValueError, match="only a delay"):
+        Fault(Action.CUT, "basic.deliver", Sender.SERVER, until=("basic.cancel",))
