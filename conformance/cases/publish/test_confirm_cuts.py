@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from conformance.cases.publish.test_inflight import AT, MESSAGES, POSITIONS, body_of
+from conformance.cases.publish.test_inflight import AT, POSITIONS, body_of, publish_until_cut
 from conformance.catalogue.profiles import Profile
-from conformance.errors import ConnectionLost
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 from conformance.nemesis.faults import Action, Fault
@@ -24,21 +23,7 @@ class TestConfirmCutAtMostOnce(Case):
     def scenario(self, ctx: CaseContext) -> Obs:
         frame, sender, moment = POSITIONS[ctx.variant or ""]
         q = ctx.queue()
-        proxy = ctx.proxy()
-        producer = ctx.session("producer", via=proxy)
-        tether = ctx.tether(producer)
-        producer.enable_confirms()
-        fault = proxy.arm(Fault(Action.CUT, frame, sender, AT, moment))
-        ids = [f"m{i}" for i in range(1, MESSAGES + 1)]
-        confirmed: list[str] = []
-        for mid in ids:
-            try:
-                producer.publish(q, body_of(mid), message_id=mid, persistent=True)
-            except ConnectionLost:
-                break
-            confirmed.append(mid)
-        hit = ctx.expect_fired(fault)
-        ctx.await_consumers(tether, 0)
+        ids, confirmed, hit = publish_until_cut(ctx, q, Fault(Action.CUT, frame, sender, AT, moment), body_of)
         kept = ctx.drain(q)
         return {"variant": ctx.variant, "ids": ids, "confirmed": confirmed, "in_flight": ids[len(confirmed)] if len(confirmed) < len(ids) else None,
                 "hit": hit, "kept": [{"id": d.message_id, "intact": d.body == body_of(d.message_id or "")} for d in kept]}

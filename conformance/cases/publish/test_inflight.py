@@ -12,6 +12,7 @@ drained again.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from conformance.catalogue.profiles import Profile
@@ -49,24 +50,16 @@ def body_of(mid: str, size: int | None = None) -> bytes:
     return small if size is None else (small * (size // len(small) + 1))[:size]
 
 
-def publish_through_cut(ctx: CaseContext, variant: str) -> Obs:
-    if variant in POSITIONS:
-        frame, sender, moment = POSITIONS[variant]
-        size = None
-    else:
-        (moment, size), frame, sender = TORN_CUTS[variant], "content-body", Sender.CLIENT
-    q = ctx.queue()
+def publish_until_cut(ctx: CaseContext, q: str, fault: Fault, body: Callable[[str], bytes]) -> tuple[list[str], list[str], str]:
+    """m1..m6 published one confirm at a time through a proxy armed with ``fault``, until the cut:
+    (ids, the confirmed ones, the fault's hit). Returns once the broker has dropped the producer's
+    channel, so what the queue holds next is what it kept."""
     proxy = ctx.proxy()
     producer = ctx.session("producer", via=proxy)
     tether = ctx.tether(producer)
     producer.enable_confirms()
-    fault = proxy.arm(Fault(Action.CUT, frame, sender, AT, moment))
+    armed = proxy.arm(fault)
     ids = [f"m{i}" for i in range(1, MESSAGES + 1)]
-    sizes = {ids[AT - 1]: size}
-
-    def body(mid: str | None) -> bytes:
-        return body_of(mid or "", sizes.get(mid or ""))
-
     confirmed: list[str] = []
     for mid in ids:
         try:
@@ -74,8 +67,24 @@ def publish_through_cut(ctx: CaseContext, variant: str) -> Obs:
         except ConnectionLost:
             break
         confirmed.append(mid)
-    hit = ctx.expect_fired(fault)
+    hit = ctx.expect_fired(armed)
     ctx.await_consumers(tether, 0)
+    return ids, confirmed, hit
+
+
+def publish_through_cut(ctx: CaseContext, variant: str) -> Obs:
+    if variant in POSITIONS:
+        frame, sender, moment = POSITIONS[variant]
+        size = None
+    else:
+        (moment, size), frame, sender = TORN_CUTS[variant], "content-body", Sender.CLIENT
+    q = ctx.queue()
+    sizes = {f"m{AT}": size}
+
+    def body(mid: str | None) -> bytes:
+        return body_of(mid or "", sizes.get(mid or ""))
+
+    ids, confirmed, hit = publish_until_cut(ctx, q, Fault(Action.CUT, frame, sender, AT, moment), body)
     kept = [(d.message_id, d.body) for d in ctx.drain(q)]
     unconfirmed = [m for m in ids if m not in confirmed]
     again = ctx.session("producer-reconnected")
