@@ -3,15 +3,12 @@ redelivers them to their original recipient; rule basic/recover/01, redelivered 
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from conformance.api import AckMode, Consumer, Delivery
+from conformance.api import AckMode
 from conformance.catalogue.profiles import Profile
-from conformance.errors import OperationTimeout
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import accepted, all_redelivered, ids_of, returned_exactly
-from conformance.kit.context.state import DELIVERY_WINDOW_S
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
 
@@ -49,19 +46,6 @@ class TestRecoverRedelivers(Case):
         )
 
 
-def up_to(consumer: Consumer, n: int, window: float = DELIVERY_WINDOW_S) -> list[Delivery]:
-    """At most ``n`` deliveries within ``window``: fewer is an observation (they went elsewhere or
-    nowhere), judged by the verdict."""
-    out: list[Delivery] = []
-    end = time.monotonic() + window
-    while len(out) < n:
-        try:
-            out.append(consumer.next(max(0.0, end - time.monotonic())))
-        except OperationTimeout:
-            break
-    return out
-
-
 class TestRecoverNoRequeue(Case):
     """Three deliveries held by consumer A, the second acknowledged; consumer B subscribes to the same
     queue on another connection, so a broker that requeued instead of redelivering to A could hand
@@ -82,7 +66,7 @@ class TestRecoverNoRequeue(Case):
         obs["answer"] = ctx.channel_error(lambda: session.recover(requeue=False))
         if obs["answer"]["closed"]:
             return obs
-        again = up_to(consumer, 2)
+        again = ctx.take(consumer, 2, at_most=True)  # fewer: they went elsewhere or nowhere, judged below
         obs["again"] = [delivery_obs(d) for d in again]
         obs["open"] = ctx.channel_error(session.sync)
         consumer.cancel()
