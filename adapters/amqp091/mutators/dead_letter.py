@@ -11,7 +11,16 @@ from pamqp import commands
 from pamqp import frame as pamqp_frame
 
 from adapters.amqp091.mutations import (
-    DELIVERIES, P, SETTLEMENTS, DeliveryOperator, FieldRewriter, HeaderRewriter, Message, _headers, decode, encode,
+    DELIVERIES,
+    SETTLEMENTS,
+    ArgumentStripped,
+    DeliveryOperator,
+    HeaderRewriter,
+    Message,
+    P,
+    _headers,
+    decode,
+    encode,
 )
 from conformance.nemesis.faults import Sender
 from conformance.nemesis.mutations import Mutator, operator
@@ -118,21 +127,12 @@ class FirstDeathExchangeRemoved(HeaderRewriter):
         return "x-first-death-exchange removed from a dead-lettered delivery"
 
 
-@operator("queue-ttl-ignored", P, "removes x-message-ttl from queue.declare: the queue never expires its messages by queue TTL, so an unread queue neither drops nor dead-letters them")
-class QueueTtlIgnored(FieldRewriter):
+@operator("queue-ttl-ignored", P, "removes x-message-ttl from queue.declare: the queue never expires its messages by queue TTL, so an unread queue neither drops nor dead-letters them", default_param="x-message-ttl")
+class QueueTtlIgnored(ArgumentStripped):
     """A classic queue with a queue message TTL and no consumer that keeps its messages past the TTL
     (RabbitMQ 3.12.11+, rabbitmq/rabbitmq-server#10692: only a basic.get made it expire them); a
-    client that never reads sees exactly this."""
-
-    sender, frames = C, ("queue.declare",)
-
-    def change(self, value: Any) -> str | None:
-        args = value.arguments or {}
-        if value.passive or "x-message-ttl" not in args:
-            return None
-        ttl = args.pop("x-message-ttl")
-        value.arguments = args
-        return f"x-message-ttl={ttl!r} removed from queue {value.queue!r}"
+    client that never reads sees exactly this. argument-stripped of x-message-ttl, under the name
+    the corpus entries and expectations give it."""
 
 
 class _DeadLetteringCrashes(Mutator):
@@ -242,17 +242,9 @@ class RepublishedXDeathIgnored(HeaderRewriter):
         return f"removed {', '.join(gone)} from a publish"
 
 
-@operator("max-length-ignored", P, "removes x-max-length from queue.declare: the queue never overflows, so it neither pushes out (dead-letters) its oldest messages nor refuses new ones")
-class MaxLengthIgnored(FieldRewriter):
-    sender, frames = C, ("queue.declare",)
-
-    def change(self, value: Any) -> str | None:
-        args = value.arguments or {}
-        if value.passive or "x-max-length" not in args:
-            return None
-        limit = args.pop("x-max-length")
-        value.arguments = args
-        return f"x-max-length={limit!r} removed from queue {value.queue!r}"
+@operator("max-length-ignored", P, "removes x-max-length from queue.declare: the queue never overflows, so it neither pushes out (dead-letters) its oldest messages nor refuses new ones", default_param="x-max-length")
+class MaxLengthIgnored(ArgumentStripped):
+    """argument-stripped of x-max-length, under the name the corpus entries and expectations give it."""
 
 
 @operator("dead-letter-headers-stripped", P, "removes the application headers (every header not starting with x-) from dead-lettered deliveries (those carrying x-death)")
