@@ -115,6 +115,16 @@ class DeliveryCountZeroed(HeaderRewriter):
         return f"delivery-count {before} -> 0"
 
 
+@operator("delivery-count-bumped", P, "adds 1 to the header's delivery-count on every transfer the broker sends (first deliveries look failed before, a released message comes back counted)")
+class DeliveryCountBumped(HeaderRewriter):
+    def change(self, header: list[Any]) -> str | None:
+        from proton import uint
+
+        before = int(header[DELIVERY_COUNT] or 0)
+        header[DELIVERY_COUNT] = uint(before + 1)
+        return f"delivery-count {before} -> {before + 1}"
+
+
 @operator("durable-cleared", P, "sends every durable message the client transfers as non-durable (header durable true -> false)")
 class DurableCleared(HeaderRewriter):
     sender = C

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from adapters.amqp10.mutations import (
     ATTACH,
+    ROLE,
     DISPOSITION,
     REJECTED,
     SND_SETTLE_MODE,
@@ -267,3 +268,44 @@ class DispositionDoubled(Mutator):
             return None
         self.applied(f"disposition {fields[1]}..{fields[2] if len(fields) > 2 and fields[2] is not None else fields[1]} sent twice")
         return [f.raw, f.raw]
+
+
+#: source fields (messaging 3.5.3) by position; attach fields (transport 2.7.3)
+SOURCE, DISTRIBUTION_MODE = 5, 6
+
+
+def _with_distribution_mode(source: Any, mode: str) -> Any:
+    from proton import Described, symbol
+
+    fields = list(source.value or []) + [None] * (DISTRIBUTION_MODE + 1)
+    fields = fields[: max(len(source.value or []), DISTRIBUTION_MODE + 1)]
+    fields[DISTRIBUTION_MODE] = symbol(mode)
+    return Described(source.descriptor, fields)
+
+
+@operator("browse-acquires", P, "attaches a browsing receiver (distribution-mode copy) as an acquiring one (move) at the broker and shows the client copy granted: a browser takes the message away")
+class BrowseAcquires(Mutator):
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.browsing: set[str] = set()
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if f.name != "attach":
+            return None
+        _, fields, _ = split(f.raw)
+        source = _field(fields, SOURCE)
+        if source is None or not hasattr(source, "value"):
+            return None
+        mode = _field(list(source.value or []), DISTRIBUTION_MODE)
+        name = str(fields[0])
+        if sender is C and fields[ROLE] and str(mode) == "copy":  # the client's receiving link asks to browse
+            self.browsing.add(name)
+            fields[SOURCE] = _with_distribution_mode(source, "move")
+            self.applied(f"attach {name!r}: distribution-mode copy -> move (the broker is asked to acquire)")
+            return [rebuild(f, ATTACH, fields)]
+        if sender is S and not fields[ROLE] and name in self.browsing:
+            self.browsing.discard(name)
+            fields[SOURCE] = _with_distribution_mode(source, "copy")
+            self.applied(f"attach {name!r}: the broker's distribution-mode {mode} -> copy (the client believes it browses)")
+            return [rebuild(f, ATTACH, fields)]
+        return None

@@ -13,6 +13,7 @@ from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import accepted, all_redelivered, channel_closed_with, returned_exactly
 from conformance.kit.scenarios import one_held
+from conformance.kit.redelivery import signal_of
 from conformance.kit.verdicts import Verdict, first_failure
 
 PRECONDITION_FAILED = 406
@@ -37,11 +38,11 @@ def ack_then_close(ctx: CaseContext, n: int, act: Callable[[Session, list[Delive
     }
 
 
-def judge_returns(obs: Obs, expected_back: list[str], what: str) -> Verdict:
+def judge_returns(obs: Obs, expected_back: list[str], what: str, signal: str) -> Verdict:
     return first_failure(
         accepted(obs["channel"], what="the acknowledgements"),
         returned_exactly(obs["returned"], expected_back, what=what),
-        all_redelivered(obs["returned"]),
+        all_redelivered(obs["returned"], signal=signal),
     )
 
 
@@ -60,7 +61,7 @@ class TestAckMultipleUpToTag(Case):
         return ack_then_close(ctx, 5, lambda s, held: seed_example(s, held, multiple=True))
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        return judge_returns(obs, [], "after ack(tag 5, multiple=true) with tags 2..5 outstanding and channel.close")
+        return judge_returns(obs, [], "after ack(tag 5, multiple=true) with tags 2..5 outstanding and channel.close", signal_of(profile, queue_type))
 
 
 class TestAckSingleOnlyTag(Case):
@@ -71,7 +72,7 @@ class TestAckSingleOnlyTag(Case):
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         unacked = [d["id"] for d in obs["held"][1:4]]
-        return judge_returns(obs, unacked, "after ack(tag 5, multiple=false) with tags 2..5 outstanding and channel.close")
+        return judge_returns(obs, unacked, "after ack(tag 5, multiple=false) with tags 2..5 outstanding and channel.close", signal_of(profile, queue_type))
 
 
 class TestAckMultipleZeroAll(Case):
@@ -85,7 +86,7 @@ class TestAckMultipleZeroAll(Case):
         return ack_then_close(ctx, 4, ack_all)
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        return judge_returns(obs, [], "after ack(tag 0, multiple=true) and channel.close")
+        return judge_returns(obs, [], "after ack(tag 0, multiple=true) and channel.close", signal_of(profile, queue_type))
 
 
 class TestAckMultipleZeroNothingOutstanding(Case):

@@ -6,6 +6,7 @@ from conformance.api import Consumer, Delivery
 from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import accepted, all_redelivered, returned_exactly
+from conformance.kit.redelivery import signal_of
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
 
@@ -51,7 +52,7 @@ class TestCancelKeepsUnacked(Case):
             ),
             accepted(ack, what="basic.ack of a delivery held across basic.cancel"),
             returned_exactly(obs["returned_after_close"], still_held, what="after channel.close, the delivery still unacked"),
-            all_redelivered(obs["returned_after_close"]),
+            all_redelivered(obs["returned_after_close"], signal=signal_of(profile, queue_type)),
         )
 
 

@@ -9,6 +9,7 @@ from conformance.api import AckMode
 from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import accepted, all_redelivered, ids_of, returned_exactly
+from conformance.kit.redelivery import signal_of
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
 
@@ -42,7 +43,7 @@ class TestRecoverRedelivers(Case):
         unacked = [d["id"] for d in obs["held"] if d["id"] != obs["acked"]]
         return first_failure(
             returned_exactly(obs["returned"], unacked, what="after basic.recover(requeue=true), the unacked deliveries"),
-            all_redelivered(obs["returned"]),
+            all_redelivered(obs["returned"], signal=signal_of(profile, queue_type)),
         )
 
 
@@ -82,7 +83,7 @@ class TestRecoverNoRequeue(Case):
         return first_failure(
             accepted(obs["open"], what=f"the consumer's channel after {what}"),
             returned_exactly(obs["again"], unacked, what=f"redelivered to the original consumer after {what}"),
-            all_redelivered(obs["again"]),
+            all_redelivered(obs["again"], signal=signal_of(profile, queue_type)),
             holds(not elsewhere, expected="no other consumer of the queue gets them, and none is left in the queue",
                   observed=f"given to the other consumer or left in the queue: {fmt(elsewhere)}" if elsewhere else "none elsewhere",
                   key="requeued" if elsewhere else None),

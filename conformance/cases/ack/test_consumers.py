@@ -12,6 +12,7 @@ from conformance.catalogue.profiles import Profile
 from conformance.errors import OperationTimeout
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import all_redelivered, returned_exactly
+from conformance.kit.redelivery import signal_of
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
 SAC = "x-single-active-consumer"
@@ -79,7 +80,7 @@ class TestLossHandsOver(Case):
         held = [d["id"] for d in obs["held"]]
         return first_failure(
             returned_exactly(obs["taken_over"], held, what=f"to the remaining consumer after A's {obs['how']}, A's unacked deliveries"),
-            all_redelivered(obs["taken_over"]),
+            all_redelivered(obs["taken_over"], signal=signal_of(profile, queue_type)),
         )
 
 

@@ -18,6 +18,7 @@ from conformance.catalogue.profiles import Profile
 from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, OperationTimeout
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, ScenarioVoid, delivery_obs
 from conformance.kit.checkers import all_redelivered, returned_exactly
+from conformance.kit.redelivery import signal_of
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 from conformance.nemesis.faults import Action, Fault, Moment, Sender
 
@@ -108,7 +109,7 @@ class TestCutInsideDelivery(Case):
         return first_failure(
             served(obs, where),
             returned_exactly(obs["returned"], obs["published"], what=f"{where}, the unacknowledged message"),
-            all_redelivered(obs["returned"]),
+            all_redelivered(obs["returned"], signal=signal_of(profile, queue_type)),
             bodies_intact(obs),
         )
 
@@ -154,7 +155,7 @@ class TestCutAroundAck(Case):
             holds(not twice and not foreign, expected="each message at most once after the reset",
                   observed=f"twice: {fmt(twice)}" + (f", unexpected {fmt(foreign)}" if foreign else "") if twice or foreign else "none twice",
                   key="duplicated" if twice or foreign else None),
-            all_redelivered(obs["returned"]),
+            all_redelivered(obs["returned"], signal=signal_of(profile, queue_type)),
         )
 
 
@@ -215,6 +216,6 @@ class TestCancelMidBody(Case):
                   key="connection-lost" if answer["error"] and "ConnectionLost" in answer["error"] else None if answer["ok"] else "channel-closed"),
             served(obs, f"after {what} in the middle of a body"),
             returned_exactly(obs["returned"], obs["published"], what=f"after {what} mid-body and the channel's close, the unacknowledged message and the one behind it"),
-            all_redelivered([d for d in obs["returned"] if d["id"] == obs["published"][0]]),
+            all_redelivered([d for d in obs["returned"] if d["id"] == obs["published"][0]], signal=signal_of(profile, queue_type)),
             bodies_intact(obs),
         )

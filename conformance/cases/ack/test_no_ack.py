@@ -6,6 +6,7 @@ from conformance.api import AckMode
 from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import all_redelivered, returned_exactly
+from conformance.kit.redelivery import signal_of
 from conformance.kit.verdicts import Verdict, first_failure
 
 
@@ -24,6 +25,6 @@ class TestAutoAckRemovedOnDelivery(Case):
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         return first_failure(
             returned_exactly(obs["received"], obs["published"], what="the no-ack consumer's deliveries"),
-            all_redelivered(obs["received"], flag=False),
+            all_redelivered(obs["received"], flag=False, signal=signal_of(profile, queue_type)),
             returned_exactly(obs["returned"], [], what="after the no-ack consumer's connection was cut"),
         )

@@ -60,10 +60,10 @@ def _returns_after_loss(ctx: CaseContext, how: str) -> Obs:
     return {"published": published, "held": held, "returned": returned, "how": how}
 
 
-def _judge_all_return(obs: Obs, what: str) -> Verdict:
+def _judge_all_return(obs: Obs, what: str, signal: str) -> Verdict:
     return first_failure(
         returned_exactly(obs["returned"], [d["id"] for d in obs["held"]], what=what),
-        all_redelivered(obs["returned"]),
+        all_redelivered(obs["returned"], signal=signal),
     )
 
 
@@ -76,7 +76,7 @@ class TestRedeliverOnConnectionLoss(Case):
         return _returns_after_loss(ctx, "cut")
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        return _judge_all_return(obs, "after TCP reset of the consumer's connection, its 3 unacked deliveries")
+        return _judge_all_return(obs, "after TCP reset of the consumer's connection, its 3 unacked deliveries", signal_of(profile, queue_type))
 
 
 class TestRedeliverOnChannelClose(Case):
@@ -86,7 +86,7 @@ class TestRedeliverOnChannelClose(Case):
         return _returns_after_loss(ctx, "channel.close")
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        return _judge_all_return(obs, "after channel.close with 3 unacked deliveries")
+        return _judge_all_return(obs, "after channel.close with 3 unacked deliveries", signal_of(profile, queue_type))
 
 
 class TestAckedNeverRedelivered(Case):

@@ -9,6 +9,7 @@ from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.checkers import accepted, all_redelivered, held_ids, returned_exactly
 from conformance.kit.checkers import settled_as_expected as judge
 from conformance.kit.scenarios import settle_and_watch
+from conformance.kit.redelivery import signal_of
 from conformance.kit.verdicts import Outcome, Verdict, first_failure, holds
 
 
@@ -31,7 +32,7 @@ class TestRejectRequeue(Case):
             rest = first_failure(
                 accepted(obs["channel"], what=what),
                 returned_exactly(obs["back"], [rejected], what=f"redelivered at once after {what}"),
-                all_redelivered(obs["back"]),
+                all_redelivered(obs["back"], signal=signal_of(profile, queue_type)),
                 returned_exactly(obs["remaining"], [m for m in everything if m != rejected], what=f"left in the queue after {what} and channel.close"),
             )
             if rest.outcome is not Outcome.PASS:
