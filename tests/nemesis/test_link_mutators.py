@@ -98,3 +98,28 @@ def test_disposition_doubled_repeats_the_brokers_settlement_of_a_sender_only() -
     to_receiver = perf10(DISPOSITION, [False, uint(5), None, True, Described(ulong(0x24), [])])
     _, to_client, _, m = run("disposition-doubled", [(S, to_sender), (S, to_receiver)])
     assert names(to_client) == [("disposition", 0)] * 3 and to_client[0] == to_client[1] and m.rewritten == 1
+
+
+def test_browse_acquires_asks_move_and_shows_copy_only_for_a_browsing_link() -> None:
+    def source(mode: str | None) -> Described:
+        return Described(ulong(0x28), ["q", None, None, None, None, None] + ([symbol(mode)] if mode else []))
+
+    browse = perf10(ATTACH, ["b", uint(0), True, ubyte(0), ubyte(0), source("copy"), None])
+    acquire = perf10(ATTACH, ["a", uint(1), True, ubyte(0), ubyte(0), source(None), None])
+    granted = perf10(ATTACH, ["b", uint(0), False, ubyte(0), ubyte(0), source("move"), None])
+    other = perf10(ATTACH, ["a", uint(1), False, ubyte(0), ubyte(0), source(None), None])
+    to_server, to_client, _, m = run("browse-acquires", [(C, browse), (C, acquire), (S, granted), (S, other)])
+    assert str(fields10(to_server[0])[5].value[6]) == "move" and len(fields10(to_server[1])[5].value) == 6
+    assert str(fields10(to_client[0])[5].value[6]) == "copy" and len(fields10(to_client[1])[5].value) == 6
+    assert m.rewritten == 2
+
+
+
+def test_delivery_count_bumped_adds_one_on_broker_transfers_only() -> None:
+    from tests.nemesis.test_mutations import header10, transfer10
+
+    stream = [(S, transfer10(0, first_acquirer=True)), (S, transfer10(1, first_acquirer=False, delivery_count=2)),
+              (C, transfer10(2, first_acquirer=True))]
+    to_server, to_client, _, m = run("delivery-count-bumped", stream)
+    assert [int(header10(r)[4]) for r in to_client] == [1, 3] and int(header10(to_server[0])[4]) == 0
+    assert m.rewritten == 2
