@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from adapters.amqp10.wire import performative_of
 from conformance.nemesis.faults import Sender
 from conformance.nemesis.mutations import Mutator, naming, operator
 from conformance.nemesis.wire import Frame
@@ -21,6 +22,12 @@ HEADER, ACCEPTED = 0x70, 0x24
 DISPOSITION = 0x15
 #: header section fields (spec 3.2.1) by position
 FIRST_ACQUIRER, DELIVERY_COUNT = 3, 4
+
+
+def kind(f: Frame) -> str:
+    """The performative of a frame, whatever transaction name the codec gave it ("declared" is a
+    disposition): operators rewrite performatives, transactional or not."""
+    return performative_of(f.name)
 
 
 def _data() -> Any:
@@ -66,7 +73,7 @@ class HeaderRewriter(Mutator):
     sender: Sender = S
 
     def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
-        if sender is not self.sender or f.name != "transfer":
+        if sender is not self.sender or kind(f) != "transfer":
             return None
         from proton import Described, ulong
 
@@ -149,9 +156,9 @@ class SettledEarly(Mutator):
             if fields and fields[0] is not None:
                 self.client_channel[f.channel] = int(fields[0])
             return None
-        if sender is S and f.name == "transfer":
+        if sender is S and kind(f) == "transfer":
             return self.transfer(f)
-        if sender is C and f.name == "disposition":
+        if sender is C and kind(f) == "disposition":
             return self.disposition(f)
         return None
 
@@ -211,7 +218,7 @@ def _state_code(state: Any) -> int | None:
 
 def receiver_outcome(sender: Sender, f: Frame, outcome: int) -> list[Any] | None:
     """The fields of a receiver's disposition from the client with the given outcome, else None."""
-    if sender is not C or f.name != "disposition":
+    if sender is not C or kind(f) != "disposition":
         return None
     _, fields, _ = split(f.raw)
     if not fields or not fields[0] or len(fields) < 5 or _state_code(fields[4]) != outcome:
@@ -283,7 +290,7 @@ class UnreliableMadeReliable(Mutator):
                 fields[SND_SETTLE_MODE] = ubyte(SETTLED_MODE)
                 return [rebuild(f, ATTACH, fields)]
             return None
-        if sender is S and f.name == "transfer" and self.names:
+        if sender is S and kind(f) == "transfer" and self.names:
             _, fields, _ = split(f.raw)
             if len(fields) > 4 and not fields[4] and fields[1] is not None:
                 fields[4] = True
@@ -295,7 +302,7 @@ class UnreliableMadeReliable(Mutator):
 @operator("presettled-cleared", P, "shows the client the broker's pre-settled transfers as unsettled, so it may try to release or reject them")
 class PresettledCleared(Mutator):
     def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
-        if sender is not S or f.name != "transfer":
+        if sender is not S or kind(f) != "transfer":
             return None
         _, fields, _ = split(f.raw)
         if len(fields) > 4 and fields[4]:

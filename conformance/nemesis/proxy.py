@@ -174,6 +174,9 @@ class _Link:
     dropped: set[Sender] = field(default_factory=set)
     counts: dict[Sender, int] = field(default_factory=lambda: {Sender.CLIENT: 0, Sender.SERVER: 0})
     family: type[Codec] | None = None
+    #: The codecs of the two directions (client's, server's): a codec class with ``pair()`` makes
+    #: them share what one direction tells about the other (AMQP 1.0's coordinator links).
+    codecs: tuple[Codec, Codec] | None = None
     #: The mutation operator's state on this connection (None: frames are forwarded unchanged).
     mutator: Mutator | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -478,6 +481,8 @@ class FaultProxy(ProxyBase):
             if family is None:
                 raise MalformedFrame(f"not an AMQP protocol header nor a frame of an installed framer: {first[:8]!r}")
             link.family = family
+            pair = getattr(family, "pair", None)
+            link.codecs = pair() if pair is not None else (family(), family())
             if self.mutation is not None and self.mutation.protocol == family.protocol:
                 link.mutator = self.mutation.mutator(_MutationIO(link, self.trace))
             elif self.probing:
@@ -486,9 +491,9 @@ class FaultProxy(ProxyBase):
             link.ready.set()
         else:
             await link.ready.wait()
-            if link.family is None:
+            if link.family is None or link.codecs is None:
                 raise MalformedFrame("server spoke before the client sent a protocol header")
-        return link.family()
+        return link.codecs[0 if sender is Sender.CLIENT else 1]
 
     async def _pump(self, link: _Link, sender: Sender, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         codec: Codec | None = None

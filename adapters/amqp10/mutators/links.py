@@ -22,6 +22,7 @@ from adapters.amqp10.mutations import (
     S,
     performative,
     rebuild,
+    kind,
     receiver_outcome,
     split,
 )
@@ -186,7 +187,7 @@ class DetachUnanswered(_Sessions):
                 if mine is not None:
                     self.handles[(client, mine)] = int(fields[1])
             return None
-        if sender is S and f.name in ("transfer", "flow", "detach"):
+        if sender is S and kind(f) in ("transfer", "flow", "detach"):
             _, fields, _ = split(f.raw)
             handle = _field(fields, 0 if f.name != "flow" else HANDLE)
             if handle is not None and (f.channel, int(handle)) in self.gone:
@@ -261,7 +262,7 @@ class SettleModeMisreported(Mutator):
 @operator("disposition-doubled", P, "sends every disposition the broker gives a sender twice: each transfer is settled a second time")
 class DispositionDoubled(Mutator):
     def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
-        if sender is not S or f.name != "disposition":
+        if sender is not S or kind(f) != "disposition":
             return None
         _, fields, _ = split(f.raw)
         if not fields or not fields[0]:  # role receiver: the broker settling a sender's transfers
