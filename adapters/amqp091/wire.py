@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import struct
+from pathlib import Path
 
 from pamqp import commands
 from pamqp import frame as pamqp_frame
@@ -59,6 +60,8 @@ def describe(raw: bytes) -> str:
 
 class Amqp091Codec(BufferedCodec):
     protocol = "amqp-0-9-1"
+    #: The protocol's frame of each fault point (conformance/nemesis/points.py).
+    fault_points = Path(__file__).with_name("fault_points.yaml")
     frame_names = frozenset({*NAMES.values(), "protocol-header", "content-header", "content-body", "heartbeat"})
 
     @classmethod

@@ -30,6 +30,7 @@ costs nothing more than its performative's descriptor.
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 from conformance.nemesis.wire import BufferedCodec, Frame, MalformedFrame
 
@@ -296,6 +297,8 @@ def describe_control(raw: bytes) -> str:
 
 class Amqp10Codec(BufferedCodec):
     protocol = "amqp-1.0"
+    #: The protocol's frame of each fault point (conformance/nemesis/points.py).
+    fault_points = Path(__file__).with_name("fault_points.yaml")
     frame_names = frozenset({*PERFORMATIVES.values(), "protocol-header", "empty", *TX_NAMES})
 
     def __init__(self, conversation: Conversation | None = None, side: str = CLIENT) -> None:

@@ -1,8 +1,10 @@
 """A commit in flight when the connection breaks: indeterminate to the client, atomic at the broker.
 
-Each variant resets the connection at one protocol position around tx.commit, many rounds over, and
-drains the queue after each: a partial transaction in any round is a failure. The proxy's trace
-proves every cut hit the intended frame.
+Each variant resets the connection at one protocol moment around the commit, many rounds over, and
+drains the queue after each: a partial transaction in any round is a failure. The moments are fault
+points (conformance/nemesis/fault_points.yaml), so each protocol cuts at its own frame: 0-9-1 at
+tx.commit and tx.commit-ok, AMQP 1.0 at the discharge on the coordinator link and the disposition
+accepting it. The proxy's trace proves every cut hit the intended frame.
 """
 
 from __future__ import annotations
@@ -13,19 +15,20 @@ from conformance.catalogue.profiles import Profile
 from conformance.errors import ConnectionLost
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.verdicts import Verdict, fmt, holds
-from conformance.nemesis.faults import Action, Fault, Moment, Sender
+from conformance.nemesis.faults import Moment
+from conformance.nemesis.points import fault_at
 
 MESSAGES = 3
-#: variant -> (frame, sender, nth, moment, what the broker must end with: "all", "none" or "either")
-POSITIONS: dict[str, tuple[str, Sender, int, Moment, str]] = {
-    # the last publish's body reached the broker; tx.commit never left the proxy
-    "body-delivered": ("content-body", Sender.CLIENT, MESSAGES, Moment.AFTER, "none"),
-    # tx.commit held back at the proxy
-    "commit-withheld": ("tx.commit", Sender.CLIENT, 1, Moment.BEFORE, "none"),
-    # tx.commit acknowledged by the broker's TCP stack, then RST before any reply is relayed
-    "commit-delivered": ("tx.commit", Sender.CLIENT, 1, Moment.AFTER, "either"),
-    # the broker answered commit-ok; the client never sees it
-    "commit-ok-withheld": ("tx.commit-ok", Sender.SERVER, 1, Moment.BEFORE, "all"),
+#: variant -> (fault point, nth, moment, what the broker must end with: "all", "none" or "either")
+POSITIONS: dict[str, tuple[str, int, Moment, str]] = {
+    # the last publish's content reached the broker; the commit never left the proxy
+    "body-delivered": ("tx-publish-content", MESSAGES, Moment.AFTER, "none"),
+    # the commit held back at the proxy
+    "commit-withheld": ("commit", 1, Moment.BEFORE, "none"),
+    # the commit acknowledged by the broker's TCP stack, then RST before any reply is relayed
+    "commit-delivered": ("commit", 1, Moment.AFTER, "either"),
+    # the broker answered that the commit is done; the client never sees it
+    "commit-ok-withheld": ("commit-answer", 1, Moment.BEFORE, "all"),
 }
 
 
@@ -35,9 +38,10 @@ class TestCommitInFlight(Case):
     rounds = 8
 
     def scenario(self, ctx: CaseContext) -> Obs:
-        frame, sender, nth, moment, _ = POSITIONS[ctx.variant or ""]
+        point, nth, moment, _ = POSITIONS[ctx.variant or ""]
         q = ctx.queue()
         proxy = ctx.proxy()
+        fault_at(proxy.protocol, point)  # a moment the protocol cannot express ends the case before any round
         tether: str | None = None
         results: list[dict[str, Any]] = []
         for r in range(1, self.rounds + 1):
@@ -47,7 +51,7 @@ class TestCommitInFlight(Case):
             else:
                 producer.consume(tether)
             producer.select_tx()
-            fault = proxy.arm(Fault(Action.CUT, frame, sender, nth, moment, connection=proxy.connections))
+            fault = proxy.arm(fault_at(proxy.protocol, point, nth=nth, moment=moment, connection=proxy.connections))
             ids = ctx.publish(q, MESSAGES, prefix=f"r{r}-m", persistent=True, session=producer)
             try:
                 producer.commit()
@@ -61,7 +65,7 @@ class TestCommitInFlight(Case):
         return {"variant": ctx.variant, "rounds": results}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        must = POSITIONS[obs["variant"]][4]
+        must = POSITIONS[obs["variant"]][3]
         problems: list[str] = []
         outcomes: dict[str, int] = {"all": 0, "none": 0}
         for r in obs["rounds"]:
