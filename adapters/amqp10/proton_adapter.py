@@ -504,9 +504,10 @@ class ProtonSession(Session):
         loop.wait(lambda: s.link.credit > 0 or s.remote_closed, f"credit to send to {s.address}")
         if s.remote_closed:
             raise _condition_error(s.error, f"broker detached the link to {s.address}")
+        txn = self._current_txn()
         d = s.link.send(msg)
-        if self._txn is not None:
-            d.local.data = [self._txn]
+        if txn is not None:
+            d.local.data = [txn]
             d.update(0x34)  # transactional-state
         if not self._confirms:
             loop.pump()
@@ -514,7 +515,7 @@ class ProtonSession(Session):
         loop.wait(lambda: bool(d.remote_state) or d.settled or s.remote_closed or self._remote_closed, f"the outcome of {message_id} sent to {s.address}")
         self._check()
         state = d.remote_state
-        if state == 0x34 and self._txn is not None:
+        if state == 0x34 and txn is not None:
             return
         if state != PnDelivery.ACCEPTED:
             name = STATE_NAMES.get(state, str(state))
@@ -689,8 +690,9 @@ class ProtonSession(Session):
         if state == PnDelivery.MODIFIED:
             d.local.failed = failed
             d.local.undeliverable = undeliverable
-        if self._txn is not None:
-            d.local.data = [self._txn, Described(ulong(state), [])]  # transactional-state carrying the outcome
+        txn = self._current_txn()
+        if txn is not None:
+            d.local.data = [txn, Described(ulong(state), [])]  # transactional-state carrying the outcome
             d.update(0x34)
         else:
             d.update(state)
@@ -816,13 +818,25 @@ class ProtonSession(Session):
                                              + (" (declared without a txn-id)" if d.remote_state == DECLARED else ""))
         self._txn = d.remote.data[0]
 
+    def _current_txn(self) -> Any:
+        """The open transaction's id, declaring the next one first when the last was discharged: a
+        transacted session always works inside a transaction, and the declare after a discharge waits
+        for that work, so a commit's answer is the last frame of the commit (a cut right after it
+        leaves the commit done and told)."""
+        if self._coordinator is not None and self._txn is None:
+            self._declare()
+        return self._txn
+
+    def _discharge(self, fail: bool) -> None:
+        txn = self._current_txn()
+        self._txn = None
+        self._control(Described(symbol("amqp:discharge:list"), [txn, fail]), "discharge (rollback)" if fail else "discharge (commit)")
+
     def commit(self) -> None:
-        self._control(Described(symbol("amqp:discharge:list"), [self._txn, False]), "discharge (commit)")
-        self._declare()
+        self._discharge(False)
 
     def rollback(self) -> None:
-        self._control(Described(symbol("amqp:discharge:list"), [self._txn, True]), "discharge (rollback)")
-        self._declare()
+        self._discharge(True)
 
     def close(self) -> None:
         if self._ssn.state & Endpoint.LOCAL_ACTIVE and self._loop.lost is None:

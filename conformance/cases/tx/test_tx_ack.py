@@ -10,7 +10,8 @@ from conformance.errors import ConnectionLost
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import accepted, all_redelivered, ids_of, returned_exactly
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
-from conformance.nemesis.faults import Sender, cut
+from conformance.nemesis.faults import Moment
+from conformance.nemesis.points import fault_at
 
 
 class TestUncommittedAcksDropped(Case):
@@ -31,7 +32,7 @@ class TestUncommittedAcksDropped(Case):
             session.ack(d.tag)
         session.sync()  # the broker has the two acks, inside the transaction
         if proxy is not None:
-            fault = proxy.arm(cut("tx.commit"))
+            fault = proxy.arm(fault_at(proxy.protocol, "commit"))
             try:
                 session.commit()
             except ConnectionLost:
@@ -63,7 +64,7 @@ class TestCommittedAcksFinal(Case):
         held = ctx.take(session.consume(q, prefetch=10), 3)
         for d in held[:2]:
             session.ack(d.tag)
-        fault = proxy.arm(cut("tx.commit-ok", sender=Sender.SERVER, after=True))
+        fault = proxy.arm(fault_at(proxy.protocol, "commit-answer", moment=Moment.AFTER))
         session.commit()
         ctx.expect_fired(fault)
         ctx.await_consumers(q, 0)

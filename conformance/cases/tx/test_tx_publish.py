@@ -11,7 +11,8 @@ from conformance.errors import ConnectionLost
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import ids_of
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds, same
-from conformance.nemesis.faults import Action, Fault, Sender, cut
+from conformance.nemesis.faults import Action, Moment
+from conformance.nemesis.points import fault_at
 
 
 class TestUncommittedInvisible(Case):
@@ -68,7 +69,7 @@ class TestUncommittedDiscarded(Case):
                 conn.cut()
             else:
                 assert proxy is not None
-                fault = proxy.arm(Fault(Action.FIN, "tx.commit"))
+                fault = proxy.arm(fault_at(proxy.protocol, "commit", action=Action.FIN))
                 try:
                     producer.commit()
                 except ConnectionLost:
@@ -104,7 +105,7 @@ class TestCommittedVisible(Case):
         producer.select_tx()
         ids = ctx.publish(q, 3, prefix="t", persistent=True, session=producer)
         # The connection dies the moment commit-ok has reached the client.
-        fault = proxy.arm(cut("tx.commit-ok", sender=Sender.SERVER, after=True))
+        fault = proxy.arm(fault_at(proxy.protocol, "commit-answer", moment=Moment.AFTER))
         producer.commit()
         ctx.expect_fired(fault)
         ctx.await_consumers(tether, 0)
