@@ -42,7 +42,24 @@ def split(raw: bytes) -> tuple[bytes, Any, bytes]:
     body = raw[doff:]
     data = _data()
     used = data.decode(body)
-    return raw[:doff], list(data.get_object().value or []), body[used:]
+    return raw[:doff], [_owned(v) for v in data.get_object().value or []], body[used:]
+
+
+def _owned(value: Any) -> Any:
+    """``value`` with every binary copied out of the codec's buffer: python-qpid-proton decodes a
+    binary as a memoryview into its Data object's memory, which is reused once that object is gone
+    (a delivery-tag or txn-id re-encoded from it would carry other bytes)."""
+    from proton import Described
+
+    if isinstance(value, memoryview):
+        return value.tobytes()
+    if isinstance(value, Described):
+        return Described(value.descriptor, _owned(value.value))
+    if isinstance(value, list):
+        return [_owned(v) for v in value]
+    if isinstance(value, dict):
+        return {_owned(k): _owned(v) for k, v in value.items()}
+    return value
 
 
 def frame(head: bytes, body: bytes) -> bytes:

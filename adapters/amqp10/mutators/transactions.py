@@ -1,0 +1,154 @@
+"""AMQP 1.0 operators on transactions (core spec section 4): a coordinator that is not one, a commit
+done as a rollback, transactional work the broker drops or does outside its transaction.
+
+They act on the frames the codec names (adapters/amqp10/wire.py): ``declared``, ``discharge``,
+``transfer(txn)``, ``disposition(txn)``; the codec names a frame by what the client sent, before
+any operator rewrote it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.amqp10.mutations import ACCEPTED, DISPOSITION, TRANSFER, C, P, S, kind, rebuild, split
+from adapters.amqp10.wire import TRANSACTIONAL_STATE, descriptor_code
+from conformance.nemesis.faults import Sender
+from conformance.nemesis.mutations import Mutator, operator
+from conformance.nemesis.wire import Frame
+
+#: transfer fields (transport 2.7.5) by position
+MORE, STATE = 5, 7
+FLOW = 0x13
+
+
+def _pad(fields: list[Any], n: int) -> list[Any]:
+    return fields + [None] * (n - len(fields))
+
+
+@operator("declared-as-accepted", P, "answers the client's declare with accepted instead of declared (no txn-id): a coordinator that takes the control link and then treats a declare as a plain message")
+class DeclaredAsAccepted(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from proton import Described, ulong
+
+        if sender is not S or f.name != "declared":
+            return None
+        _, fields, _ = split(f.raw)
+        fields[4] = Described(ulong(ACCEPTED), [])
+        self.applied(f"disposition {fields[1]}: declared sent as accepted (no txn-id)")
+        return [rebuild(f, DISPOSITION, fields)]
+
+
+@operator("commit-as-rollback", P, "sends the client's discharge(fail=false) as discharge(fail=true): the broker rolls back, and the client is told its commit was accepted")
+class CommitAsRollback(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from proton import Described, Message, symbol
+
+        if sender is not C or f.name != "discharge":
+            return None
+        head, fields, payload = split(f.raw)
+        if len(fields) > MORE and fields[MORE]:
+            self.skipped("a discharge split over frames (more=true)")
+            return None
+        message = Message()
+        message.decode(payload)
+        values = list(getattr(message.body, "value", None) or [])
+        message.body = Described(symbol("amqp:discharge:list"), [values[0] if values else None, True])
+        self.applied(f"discharge delivery-id {fields[1]}: fail false -> true")
+        raw_performative = f.raw[len(head) : len(f.raw) - len(payload)]
+        from adapters.amqp10.mutations import frame
+
+        return [frame(head, raw_performative + message.encode())]
+
+
+@operator("tx-work-dropped", P, "drops the Nth transactional transfer (default 2nd) of every transaction before the broker, renumbering the session's later deliveries both ways, so the discharge the broker accepts commits only part of the work", default_param="2")
+class TxWorkDropped(Mutator):
+    """A broker whose commit is not atomic: one publish of each transaction never reaches the queue.
+
+    A transfer cannot just vanish: the session numbers deliveries (transport 2.5.6, delivery-id =
+    the sender's next-outgoing-id), so the broker would see a gap. The client's later delivery-ids
+    and its flow's next-outgoing-id are lowered past the dropped ones, and the broker's dispositions
+    and its flow's next-incoming-id raised back, so each peer sees a consistent session. (An aborted
+    transfer would keep the numbering, but qpidd 1.39.0 closes the connection on one.) The client is
+    not told anything about the dropped transfer: a transactional publish waits for no outcome."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.nth = int(self.param or 2)
+        self.count: dict[int, int] = {}  # client channel -> transactional transfers in the open transaction
+        self.dropped: dict[int, list[int]] = {}  # client channel -> dropped delivery-ids (the client's numbering)
+        self.client_channel: dict[int, int] = {}  # broker's channel -> client's
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from proton import uint
+
+        what = kind(f)
+        if sender is S:
+            if what == "begin":
+                _, fields, _ = split(f.raw)
+                if fields and fields[0] is not None:
+                    self.client_channel[f.channel] = int(fields[0])
+                return None
+            gone = self.dropped.get(self.client_channel.get(f.channel, -1))
+            if not gone or what not in ("disposition", "flow"):
+                return None
+            _, fields, _ = split(f.raw)
+            if what == "flow":
+                if fields and fields[0] is not None:
+                    fields[0] = uint(_old(int(fields[0]), gone))
+                    return [rebuild(f, FLOW, fields)]
+                return None
+            if not fields[0]:  # role sender: the broker settling its own deliveries
+                return None
+            fields[1] = uint(_old(int(fields[1]), gone))
+            if len(fields) > 2 and fields[2] is not None:
+                fields[2] = uint(_old(int(fields[2]), gone))
+            return [rebuild(f, DISPOSITION, fields)]
+        if f.name in ("discharge", "discharge(fail)"):
+            self.count.pop(f.channel, None)
+        gone = self.dropped.setdefault(f.channel, [])
+        if what == "flow" and gone:
+            _, fields, _ = split(f.raw)
+            if len(fields) > 2 and fields[2] is not None:
+                fields[2] = uint(int(fields[2]) - sum(1 for d in gone if d < int(fields[2])))
+                return [rebuild(f, FLOW, fields)]
+            return None
+        if what != "transfer":
+            return None
+        _, fields, _ = split(f.raw)
+        delivery = fields[1] if len(fields) > 1 else None
+        if delivery is None:  # a continuation frame: the delivery was counted at its first frame
+            return None
+        if f.name == "transfer(txn)":
+            n = self.count[f.channel] = self.count.get(f.channel, 0) + 1
+            if n == self.nth and not (len(fields) > MORE and fields[MORE]):
+                gone.append(int(delivery))
+                self.applied(f"transactional transfer delivery-id {delivery} (#{n} of its transaction) not forwarded")
+                return []
+        if not gone:
+            return None
+        fields[1] = uint(int(delivery) - sum(1 for d in gone if d < int(delivery)))
+        return [rebuild(f, TRANSFER, fields)]
+
+
+def _old(n: int, gone: list[int]) -> int:
+    """The client's delivery-id of the broker's ``n`` (the inverse of the renumbering)."""
+    for d in sorted(gone):
+        if d <= n:
+            n += 1
+    return n
+
+
+@operator("tx-state-stripped", P, "sends the client's transactional transfers and dispositions without their transactional-state: publishes and acknowledgements take effect at once, outside the transaction")
+class TxStateStripped(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not C or f.name not in ("transfer(txn)", "disposition(txn)"):
+            return None
+        _, fields, _ = split(f.raw)
+        at = STATE if f.name == "transfer(txn)" else 4
+        state = fields[at] if len(fields) > at else None
+        if descriptor_code(state) != TRANSACTIONAL_STATE:
+            return None  # a continuation frame carries no state
+        outcome = _pad(list(getattr(state, "value", None) or []), 2)[1]
+        fields[at] = outcome
+        self.applied(f"{f.name} {fields[1]}: transactional-state removed" + (" (its outcome kept)" if outcome is not None else ""))
+        return [rebuild(f, TRANSFER if f.name == "transfer(txn)" else DISPOSITION, fields)]
