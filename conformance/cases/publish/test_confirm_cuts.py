@@ -13,7 +13,7 @@ from conformance.cases.publish.test_inflight import AT, POSITIONS, body_of, publ
 from conformance.catalogue.profiles import Profile
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
-from conformance.nemesis.faults import Action, Fault
+from conformance.nemesis.points import fault_at
 
 
 class TestConfirmCutAtMostOnce(Case):
@@ -21,9 +21,10 @@ class TestConfirmCutAtMostOnce(Case):
     variants = ("publish-withheld", "body-delivered", "confirm-withheld")
 
     def scenario(self, ctx: CaseContext) -> Obs:
-        frame, sender, moment = POSITIONS[ctx.variant or ""]
+        point, moment = POSITIONS[ctx.variant or ""]
+        fault = fault_at(ctx.adapter.protocol, point, nth=AT, moment=moment)
         q = ctx.queue()
-        ids, confirmed, hit = publish_until_cut(ctx, q, Fault(Action.CUT, frame, sender, AT, moment), body_of)
+        ids, confirmed, hit = publish_until_cut(ctx, q, fault, body_of)
         kept = ctx.drain(q)
         return {"variant": ctx.variant, "ids": ids, "confirmed": confirmed, "in_flight": ids[len(confirmed)] if len(confirmed) < len(ids) else None,
                 "hit": hit, "kept": [{"id": d.message_id, "intact": d.body == body_of(d.message_id or "")} for d in kept]}

@@ -1,10 +1,12 @@
 """In-flight publishes of a producer with publisher confirms, cut at chosen frames.
 
 The producer publishes m1..m6 one confirm at a time. The proxy resets the connection at the 4th
-message: before its basic.publish reaches the broker, after its header but before its body (a torn
-message), after its body (the broker has it, the confirm never arrives), or with the broker's
-basic.ack held back. A torn message is also torn inside its body: between two of its three body
-frames, or inside its one body frame (half of the frame's bytes reach the broker, never its end). The queue is drained once the broker has dropped the channel (what it kept),
+message: before its publish reaches the broker, after its header but before its body (a torn
+message; 0-9-1 only: an AMQP 1.0 message travels whole in its transfer), after its content (the
+broker has it, the confirm never arrives), or with the broker's confirm (0-9-1 basic.ack, 1.0 the
+accepting disposition) held back. A torn message is also torn inside its content: after the first
+of its several content frames, or inside its first one (half of the frame's bytes reach the broker,
+never its end). The queue is drained once the broker has dropped the channel (what it kept),
 then the producer reconnects, resends every unconfirmed message with the same id, and the queue is
 drained again.
 """
@@ -19,29 +21,35 @@ from conformance.catalogue.profiles import Profile
 from conformance.errors import ConnectionLost
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
-from conformance.nemesis.faults import Action, Fault, Moment, Sender
+from conformance.nemesis.faults import Fault, Moment
+from conformance.nemesis.points import fault_at
 
 MESSAGES, AT = 6, 4
-POSITIONS: dict[str, tuple[str, Sender, Moment]] = {
-    "publish-withheld": ("basic.publish", Sender.CLIENT, Moment.BEFORE),
-    "body-withheld": ("content-body", Sender.CLIENT, Moment.BEFORE),
-    "body-delivered": ("content-body", Sender.CLIENT, Moment.AFTER),
-    "confirm-withheld": ("basic.ack", Sender.SERVER, Moment.BEFORE),
+#: variant -> (fault point at the 4th message, moment); the points are data
+#: (conformance/nemesis/fault_points.yaml), each protocol cuts at its own frame: a protocol that
+#: carries a small message's content in the frame that begins the publish (AMQP 1.0) cannot withhold
+#: the body alone, and says so.
+POSITIONS: dict[str, tuple[str, Moment]] = {
+    "publish-withheld": ("publish", Moment.BEFORE),
+    "body-withheld": ("publish-content-apart", Moment.BEFORE),
+    "body-delivered": ("publish-content", Moment.AFTER),
+    "confirm-withheld": ("confirm", Moment.BEFORE),
 }
 #: Payload bytes of one body frame at frame-max 131072: pika offers it, a broker may only lower it,
-#: so a body of more than two frames' payload is at least three body frames on any broker.
+#: so a body of more than two frames' payload is at least three body frames on any broker (and at
+#: least three transfer frames on AMQP 1.0 brokers whose max-frame-size is no larger).
 FRAME_PAYLOAD = 131072 - 8
-#: variant -> (moment of the cut at the 4th message's first body frame, that message's body size;
-#: None: the small body of every other message). The cut lands where the message is torn.
-TORN_CUTS: dict[str, tuple[Moment, int | None]] = {
-    "body-withheld": (Moment.BEFORE, None),
-    "between-body-frames": (Moment.AFTER, 2 * FRAME_PAYLOAD + 1000),
-    "inside-body-frame": (Moment.INSIDE, 64 * 1024),
+#: variant -> (fault point at the 4th message's first content frame, moment, that message's body
+#: size; None: the small body of every other message). The cut lands where the message is torn.
+TORN_CUTS: dict[str, tuple[str, Moment, int | None]] = {
+    "body-withheld": ("publish-content-apart", Moment.BEFORE, None),
+    "between-body-frames": ("publish-content-part", Moment.AFTER, 2 * FRAME_PAYLOAD + 1000),
+    "inside-body-frame": ("publish-content", Moment.INSIDE, 64 * 1024),
 }
 TORN_WHERE = {
-    "body-withheld": "method and header sent, body never",
-    "between-body-frames": "the first of its body frames sent, the others never",
-    "inside-body-frame": "half of its one body frame sent, never the rest",
+    "body-withheld": "its publish begun, its content never sent",
+    "between-body-frames": "the first of its content frames sent, the others never",
+    "inside-body-frame": "half of its first content frame sent, never the rest",
 }
 
 
@@ -74,17 +82,18 @@ def publish_until_cut(ctx: CaseContext, q: str, fault: Fault, body: Callable[[st
 
 def publish_through_cut(ctx: CaseContext, variant: str) -> Obs:
     if variant in POSITIONS:
-        frame, sender, moment = POSITIONS[variant]
+        point, moment = POSITIONS[variant]
         size = None
     else:
-        (moment, size), frame, sender = TORN_CUTS[variant], "content-body", Sender.CLIENT
+        point, moment, size = TORN_CUTS[variant]
+    fault = fault_at(ctx.adapter.protocol, point, nth=AT, moment=moment)  # cannot-express before anything is set up
     q = ctx.queue()
     sizes = {f"m{AT}": size}
 
     def body(mid: str | None) -> bytes:
         return body_of(mid or "", sizes.get(mid or ""))
 
-    ids, confirmed, hit = publish_until_cut(ctx, q, Fault(Action.CUT, frame, sender, AT, moment), body)
+    ids, confirmed, hit = publish_until_cut(ctx, q, fault, body)
     kept = [(d.message_id, d.body) for d in ctx.drain(q)]
     unconfirmed = [m for m in ids if m not in confirmed]
     again = ctx.session("producer-reconnected")

@@ -1,6 +1,7 @@
 """The AMQ JMS failover seed as a case: a transacted producer and consumer that reconnect.
 
-Faults (the second of each pair counts only once the first has fired):
+Faults at fault points (conformance/nemesis/fault_points.yaml; the second of each pair counts only
+once the first has fired):
 producer: reset on the 5th message body (inside its 2nd transaction), then withhold the next
 commit-ok after reconnecting (the broker committed; the client is told the transaction rolled back
 and resends: duplicates). consumer: reset before its 4th ack (inside its 2nd transaction; acks
@@ -18,7 +19,7 @@ from conformance.catalogue.profiles import Profile
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, sentinel_body
 from conformance.kit.clients.failover import FailoverConsumer, FailoverProducer, TransactionRolledBack
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
-from conformance.nemesis.faults import Sender, cut
+from conformance.nemesis.points import fault_at
 
 BATCHES, BATCH = 4, 3
 #: Bound on transactions a client may try; a correct run needs about BATCHES + 2.
@@ -31,8 +32,8 @@ class TestFailoverNoLoss(Case):
     def scenario(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
         pproxy, cproxy = ctx.proxy(), ctx.proxy()
-        f1 = pproxy.arm(cut("content-body", nth=5, connection=1))
-        f2 = pproxy.arm(cut("tx.commit-ok", sender=Sender.SERVER, following=f1))
+        f1 = pproxy.arm(fault_at(pproxy.protocol, "tx-publish-content", nth=5, connection=1))
+        f2 = pproxy.arm(fault_at(pproxy.protocol, "commit-answer", following=f1))
         producer = FailoverProducer(lambda: ctx.session("producer", via=pproxy), queue=q)
         produced: list[str] = []
         producer_rolled_back: list[str] = []
@@ -50,8 +51,8 @@ class TestFailoverNoLoss(Case):
         sentinel = f"end-{uuid.uuid4().hex[:6]}"
         ctx.admin.publish(q, sentinel_body(sentinel), message_id=sentinel)
 
-        f3 = cproxy.arm(cut("basic.ack", nth=4, connection=1))
-        f4 = cproxy.arm(cut("tx.commit-ok", sender=Sender.SERVER, following=f3))
+        f3 = cproxy.arm(fault_at(cproxy.protocol, "tx-ack", nth=4, connection=1))
+        f4 = cproxy.arm(fault_at(cproxy.protocol, "commit-answer", following=f3))
         consumer = FailoverConsumer(lambda: ctx.session("consumer", via=cproxy), queue=q)
         processed: list[dict[str, Any]] = []
         consumer_rolled_back: list[str] = []
