@@ -57,6 +57,10 @@ class LinkIO(Protocol):
     def close(self) -> None:
         """Close both sides now (FIN, no protocol handshake): a broker that drops the connection."""
 
+    def pending(self, sender: Sender) -> bytes:
+        """The bytes of a frame ``sender`` began and never finished (held back: only whole frames
+        pass), for an operator's :meth:`Mutator.closing` that hands the broker what it got."""
+
 
 class Mutator:
     """One operator's state on one connection. Subclasses override :meth:`rewrite`."""
@@ -123,8 +127,12 @@ def operator(name: str, protocol: str, description: str, *, default_param: str |
 class _Unheard:
     """The IO of an operator in a probe: it sees the stream but can change nothing."""
 
-    def __init__(self, conn: int) -> None:
+    def __init__(self, conn: int, source: LinkIO | None = None) -> None:
         self.conn = conn
+        self._source = source
+
+    def pending(self, sender: Sender) -> bytes:
+        return self._source.pending(sender) if self._source is not None and hasattr(self._source, "pending") else b""
 
     def to_server(self, raws: list[bytes]) -> None:
         pass
@@ -151,7 +159,7 @@ class Probe(Mutator):
         self.name: str | None = None
         _load()
         self.naming = _NAMING[protocol]
-        self.watch = [(m, m.mutator(_Unheard(io.conn))) for m in (dataclasses.replace(b, rewritten=0) for b in available(protocol))]
+        self.watch = [(m, m.mutator(_Unheard(io.conn, io))) for m in (dataclasses.replace(b, rewritten=0) for b in available(protocol))]
 
     def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
         if self.name is None and sender is Sender.CLIENT:

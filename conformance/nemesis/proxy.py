@@ -250,6 +250,11 @@ class _MutationIO:
             self._trace.note(self.conn, "connection closed by the mutation (FIN both ways)")
             self.link.finish()
 
+    def pending(self, sender: Sender) -> bytes:
+        codecs = self.link.codecs
+        buf = getattr(codecs[0 if sender is Sender.CLIENT else 1], "_buf", b"") if codecs is not None else b""
+        return bytes(buf)
+
 
 class ProxyBase:
     """What a case sees of a fault proxy, wherever its relay runs (a thread here, or a process)."""

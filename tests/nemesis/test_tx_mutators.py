@@ -71,3 +71,36 @@ def test_tx_state_stripped_keeps_the_outcome_of_a_consumers_accept() -> None:
     to_server, _, _, m = run("tx-state-stripped", named(steps))
     assert fields10(to_server[-2])[7] is None  # m1's transfer: no state
     assert int(fields10(to_server[-1])[4].descriptor) == 0x24 and m.rewritten == 2
+
+
+def test_confirmed_transfer_lost_answers_the_client_on_the_brokers_channel() -> None:
+    durable = Message(body=b"m", durable=True).encode()
+    steps = [*opening(), *[("C", transfer(6, i, CLIENT_CH, durable if i else body(0))) for i in (0, 1, 2)],
+             ("S", disposition(1, BROKER_CH, ACCEPTED))]
+    to_server, to_client, io, m = run("confirmed-transfer-lost", named(steps))
+    assert [int(fields10(r)[1]) for r in to_server[3:]] == [0, 1]  # the 2nd durable one (id 2) dropped, none after it
+    answer = Amqp10Codec().feed(io.client[0])[0]
+    assert answer.channel == BROKER_CH and int(fields10(io.client[0])[1]) == 2 and m.rewritten == 1
+
+
+def test_torn_transfer_enqueued_hands_over_what_arrived_of_a_torn_frame() -> None:
+    from tests.nemesis.test_mutations import IO
+
+    whole = transfer(6, 3, CLIENT_CH, Message(id="m4", body=b"x" * 4000).encode())
+
+    class Torn(IO):
+        def pending(self, sender: Sender) -> bytes:
+            return whole[:2000] if sender is C else b""
+
+    _, _, io, m = run("torn-transfer-enqueued", [], Torn())
+    out = m.mutator(io).closing(C)
+    f = Amqp10Codec().feed(out[0])[0]
+    message = Message()
+    message.decode(_payload(f.raw))
+    assert f.name == "transfer" and message.id == "m4" and 1800 < len(message.body) < 2000 and set(message.body) == {ord("x")}
+
+
+def _payload(raw: bytes) -> bytes:
+    from adapters.amqp10.mutations import split
+
+    return split(raw)[2]

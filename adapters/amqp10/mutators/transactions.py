@@ -1,5 +1,6 @@
 """AMQP 1.0 operators on transactions (core spec section 4): a coordinator that is not one, a commit
-done as a rollback, transactional work the broker drops or does outside its transaction.
+done as a rollback, transactional work the broker drops or does outside its transaction; and on
+the publishes the fault cases cut: a confirmed message lost, a torn message enqueued.
 
 They act on the frames the codec names (adapters/amqp10/wire.py): ``declared``, ``discharge``,
 ``transfer(txn)``, ``disposition(txn)``; the codec names a frame by what the client sent, before
@@ -8,9 +9,10 @@ any operator rewrote it.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
-from adapters.amqp10.mutations import ACCEPTED, DISPOSITION, TRANSFER, C, P, S, kind, rebuild, split
+from adapters.amqp10.mutations import ACCEPTED, DISPOSITION, TRANSFER, C, P, S, kind, performative, rebuild, split
 from adapters.amqp10.wire import TRANSACTIONAL_STATE, descriptor_code
 from conformance.nemesis.faults import Sender
 from conformance.nemesis.mutations import Mutator, operator
@@ -60,23 +62,30 @@ class CommitAsRollback(Mutator):
         return [frame(head, raw_performative + message.encode())]
 
 
-@operator("tx-work-dropped", P, "drops the Nth transactional transfer (default 2nd) of every transaction before the broker, renumbering the session's later deliveries both ways, so the discharge the broker accepts commits only part of the work", default_param="2")
-class TxWorkDropped(Mutator):
-    """A broker whose commit is not atomic: one publish of each transaction never reaches the queue.
+class TransferDropper(Mutator):
+    """Drops chosen transfers from the client before the broker, keeping the session consistent.
 
     A transfer cannot just vanish: the session numbers deliveries (transport 2.5.6, delivery-id =
     the sender's next-outgoing-id), so the broker would see a gap. The client's later delivery-ids
     and its flow's next-outgoing-id are lowered past the dropped ones, and the broker's dispositions
     and its flow's next-incoming-id raised back, so each peer sees a consistent session. (An aborted
-    transfer would keep the numbering, but qpidd 1.39.0 closes the connection on one.) The client is
-    not told anything about the dropped transfer: a transactional publish waits for no outcome."""
+    transfer would keep the numbering, but qpidd 1.39.0 closes the connection on one.) ``answer``:
+    the client is told its dropped transfer was accepted, as the broker would have told it."""
+
+    answer = False
 
     def __init__(self, *a: Any) -> None:
         super().__init__(*a)
-        self.nth = int(self.param or 2)
-        self.count: dict[int, int] = {}  # client channel -> transactional transfers in the open transaction
         self.dropped: dict[int, list[int]] = {}  # client channel -> dropped delivery-ids (the client's numbering)
         self.client_channel: dict[int, int] = {}  # broker's channel -> client's
+        self.broker_channel: dict[int, int] = {}  # client's channel -> broker's
+
+    def drop(self, f: Frame, fields: list[Any], payload: bytes) -> str | None:
+        """Why this first frame of a client's transfer is dropped, or None to forward it."""
+        raise NotImplementedError
+
+    def seen(self, f: Frame) -> None:
+        """Every frame from the client, before it is judged (counting transactions, ...)."""
 
     def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
         from proton import uint
@@ -87,6 +96,7 @@ class TxWorkDropped(Mutator):
                 _, fields, _ = split(f.raw)
                 if fields and fields[0] is not None:
                     self.client_channel[f.channel] = int(fields[0])
+                    self.broker_channel[int(fields[0])] = f.channel
                 return None
             gone = self.dropped.get(self.client_channel.get(f.channel, -1))
             if not gone or what not in ("disposition", "flow"):
@@ -103,8 +113,7 @@ class TxWorkDropped(Mutator):
             if len(fields) > 2 and fields[2] is not None:
                 fields[2] = uint(_old(int(fields[2]), gone))
             return [rebuild(f, DISPOSITION, fields)]
-        if f.name in ("discharge", "discharge(fail)"):
-            self.count.pop(f.channel, None)
+        self.seen(f)
         gone = self.dropped.setdefault(f.channel, [])
         if what == "flow" and gone:
             _, fields, _ = split(f.raw)
@@ -114,20 +123,120 @@ class TxWorkDropped(Mutator):
             return None
         if what != "transfer":
             return None
-        _, fields, _ = split(f.raw)
+        _, fields, payload = split(f.raw)
         delivery = fields[1] if len(fields) > 1 else None
-        if delivery is None:  # a continuation frame: the delivery was counted at its first frame
+        if delivery is None:  # a continuation frame: its delivery was judged at its first frame
             return None
-        if f.name == "transfer(txn)":
-            n = self.count[f.channel] = self.count.get(f.channel, 0) + 1
-            if n == self.nth and not (len(fields) > MORE and fields[MORE]):
-                gone.append(int(delivery))
-                self.applied(f"transactional transfer delivery-id {delivery} (#{n} of its transaction) not forwarded")
-                return []
+        why = None if len(fields) > MORE and fields[MORE] else self.drop(f, fields, payload)
+        if why is not None:
+            gone.append(int(delivery))
+            if self.answer and f.channel in self.broker_channel:
+                from proton import Described, ulong
+
+                accept = [True, uint(int(delivery)), None, True, Described(ulong(ACCEPTED), [])]
+                self.io.to_client([performative(DISPOSITION, accept, self.broker_channel[f.channel])])
+            self.applied(f"transfer delivery-id {delivery} ({why}) not forwarded" + (", accepted to the client" if self.answer else ""))
+            return []
         if not gone:
             return None
         fields[1] = uint(int(delivery) - sum(1 for d in gone if d < int(delivery)))
         return [rebuild(f, TRANSFER, fields)]
+
+
+@operator("tx-work-dropped", P, "drops the Nth transactional transfer (default 2nd) of every transaction before the broker, renumbering the session's later deliveries both ways, so the discharge the broker accepts commits only part of the work", default_param="2")
+class TxWorkDropped(TransferDropper):
+    """A broker whose commit is not atomic: one publish of each transaction never reaches the queue.
+    The client is not told anything about it: a transactional publish waits for no outcome."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.nth = int(self.param or 2)
+        self.count: dict[int, int] = {}  # client channel -> transactional transfers in the open transaction
+
+    def seen(self, f: Frame) -> None:
+        if f.name in ("discharge", "discharge(fail)"):
+            self.count.pop(f.channel, None)
+
+    def drop(self, f: Frame, fields: list[Any], payload: bytes) -> str | None:
+        if f.name != "transfer(txn)":
+            return None
+        n = self.count[f.channel] = self.count.get(f.channel, 0) + 1
+        return f"#{n} of its transaction" if n == self.nth else None
+
+
+@operator("confirmed-transfer-lost", P, "discards the client's Nth durable transfer (default 2nd) outside transactions and tells the client the broker accepted it", default_param="2")
+class ConfirmedTransferLost(TransferDropper):
+    """A broker that loses a message it confirmed (messaging 3.4.2: accepted, settled)."""
+
+    answer = True
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.nth = int(self.param or 2)
+        self.durable = 0
+
+    def drop(self, f: Frame, fields: list[Any], payload: bytes) -> str | None:
+        if f.name != "transfer" or (len(fields) > 4 and fields[4]) or not _durable(payload):
+            return None
+        self.durable += 1
+        return f"durable transfer #{self.durable}" if self.durable == self.nth else None
+
+
+def _durable(payload: bytes) -> bool:
+    """The message's header section (messaging 3.2.1, descriptor 0x70) says durable=true."""
+    if payload[:3] != b"\x00\x53\x70":
+        return False
+    from proton import Data
+
+    data = Data()
+    data.decode(payload)
+    values = list(getattr(data.get_object(), "value", None) or [])
+    return bool(values and values[0])
+
+
+@operator("torn-transfer-enqueued", P, "when the client vanishes inside a transfer frame, hands the broker the message as far as it arrived (its sections, its body cut where the frame broke) in a frame of its own")
+class TornTransferEnqueued(Mutator):
+    """A broker that enqueues the part of a message that arrived before the connection broke. Only
+    whole frames pass the proxy, so the broker never holds part of a frame: the operator builds the
+    torn message from the bytes held back (its performative, its complete sections, the body bytes
+    that came) and hands it over before the broker's side is closed."""
+
+    def closing(self, sender: Sender) -> list[bytes]:
+        from proton import Data
+
+        if sender is not C:
+            return []
+        raw = self.io.pending(C)
+        if len(raw) < 8 or raw[5] != 0:  # not an AMQP frame begun
+            return []
+        doff = raw[4] * 4
+        body = raw[doff:]
+        if body[:3] != b"\x00\x53\x14":  # not a transfer
+            return []
+        data = Data()
+        try:
+            used = data.decode(body)
+        except Exception:
+            return []  # the performative itself is torn: nothing to enqueue
+        sections, rest = b"", body[used:]
+        while rest[:2] == b"\x00\x53" and len(rest) > 3:
+            code = rest[2]
+            if code in (0x75, 0x77) and len(rest) > 4 and rest[3] in (0xA0, 0xB0):  # data or amqp-value binary
+                start = 5 if rest[3] == 0xA0 else 8
+                came = rest[start:]
+                sections += rest[:3] + b"\xb0" + struct.pack(">I", len(came)) + came
+                break
+            section = Data()
+            try:
+                n = section.decode(rest)
+            except Exception:
+                break
+            sections, rest = sections + rest[:n], rest[n:]
+        from adapters.amqp10.mutations import frame
+
+        torn = frame(raw[:doff], body[:used] + sections)
+        self.applied(f"the transfer the client left {len(raw)} of {int.from_bytes(raw[:4], 'big')} bytes into handed to the broker as a message of {len(sections)} bytes")
+        return [torn]
 
 
 def _old(n: int, gone: list[int]) -> int:
