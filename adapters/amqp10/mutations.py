@@ -89,6 +89,10 @@ class HeaderRewriter(Mutator):
 
     sender: Sender = S
 
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self._continuing: set[tuple[int, Any]] = set()  # (channel, handle) of a transfer split over frames
+
     def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
         if sender is not self.sender or kind(f) != "transfer":
             return None
@@ -96,8 +100,15 @@ class HeaderRewriter(Mutator):
 
         head, fields, payload = split(f.raw)
         raw_performative = f.raw[len(head) : len(f.raw) - len(payload)]
+        link = (f.channel, fields[0])
+        continued = link in self._continuing  # a later frame of a split transfer: its payload is body bytes
         if len(fields) > 5 and fields[5]:
-            self.skipped(f"transfer delivery-id {fields[1]} continues in another frame (more=true)")
+            self._continuing.add(link)
+            if not continued:
+                self.skipped(f"transfer delivery-id {fields[1]} continues in another frame (more=true)")
+            return None
+        self._continuing.discard(link)
+        if continued:
             return None
         header: list[Any] = [None] * 5
         rest = payload

@@ -70,6 +70,22 @@ def points(protocol: str) -> dict[str, Point]:
     return {}
 
 
+def frame_size_query(protocol: str | None, size: int) -> dict[str, str]:
+    """The URL query that makes a client of ``protocol`` take frames of at most ``size`` bytes from
+    the broker (the codec file's ``frame-size-option``), so a case knows how many frames a large
+    delivery spans; empty where the protocol's client already agrees that size (0-9-1's pika offers
+    frame-max 131072) or names no option."""
+    if not protocol:
+        return {}
+    from conformance.plugins import load_group
+
+    for codec in load_group(WIRE_GROUP).values():
+        if getattr(codec, "protocol", None) == protocol and getattr(codec, "fault_points", None) is not None:
+            option = _load(Path(codec.fault_points)).get("frame-size-option")
+            return {str(option): str(size)} if option else {}
+    return {}
+
+
 def fault_at(protocol: str | None, point: str, *, action: Action = Action.CUT, nth: int = 1,
              moment: Moment = Moment.BEFORE, **kw: Any) -> Fault:
     """The fault acting at ``point`` (the ``nth`` such frame) over ``protocol``; Unsupported

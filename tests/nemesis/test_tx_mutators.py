@@ -104,3 +104,14 @@ def _payload(raw: bytes) -> bytes:
     from adapters.amqp10.mutations import split
 
     return split(raw)[2]
+
+
+def test_header_rewriters_leave_every_frame_of_a_split_transfer_alone() -> None:
+    # qpidd repeats the delivery-id on every frame of a split transfer: the last frame's payload is
+    # body bytes, where a header section inserted would corrupt the body
+    first = transfer(1, 0, BROKER_CH, Message(body=b"x" * 300).encode()[:200], more=True)
+    last = transfer(1, 0, BROKER_CH, Message(body=b"x" * 300).encode()[200:])
+    single = transfer(1, 1, BROKER_CH, Message(body=b"y").encode())
+    stream = [(S, Amqp10Codec().feed(raw)[0]) for raw in (first, last, single)]
+    _, to_client, _, m = run("first-acquirer-flipped", stream)
+    assert to_client[:2] == [first, last] and to_client[2] != single and m.rewritten == 1
