@@ -120,6 +120,7 @@ class Nodes:
 
         url = self.urls[node]
         p = IsolatedFaultProxy.for_url(url, on_event=lambda text: self.ctx.history.add("proxy", "event", text))
+        p.protocol = self.ctx.adapter.protocol  # a fault on a frame the protocol lacks is cannot-express, as on CaseContext.proxy
         p.start()
         self.ctx.proxies.append(p)
         self.ctx.history.add("suite", "proxy", f"127.0.0.1:{p.port} -> {node}")

@@ -21,7 +21,8 @@ from conformance.errors import ConnectionLost, OperationTimeout
 from conformance.kit.case import WAIT_S, CaseContext, Obs, ScenarioVoid, delivery_obs
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 from conformance.nemesis.cluster import Nodes, until_accepted
-from conformance.nemesis.faults import Action, Fault, Moment, Sender
+from conformance.nemesis.faults import Action
+from conformance.nemesis.points import fault_at
 
 #: Confirmed publishes before the kill (the evidence the stream is flowing) and after the failover.
 BEFORE_KILL, AFTER_FAILOVER = 20, 20
@@ -205,7 +206,7 @@ class TestCommitInFlightLeaderDies(NodeLossCase):
         control = ctx.publish(q, 1, prefix="control-", persistent=True)
         victim, observer, info = pick(nodes, q, "leader")
         proxy = nodes.proxy(victim)
-        withheld = proxy.arm(Fault(Action.STALL, "tx.commit-ok", Sender.SERVER, moment=Moment.BEFORE))
+        withheld = proxy.arm(fault_at(proxy.protocol, "commit-answer", action=Action.STALL))
         session = ctx.connect("tx-publisher", url=nodes.urls[victim], via=proxy, op_timeout=RECOVERY_S).session()
         ctx.history.add("tx-publisher", "node", f"connected through {victim} via the proxy")
         session.select_tx()
