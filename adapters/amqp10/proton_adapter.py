@@ -247,6 +247,13 @@ class _RecordingSender(_Link):
             self.updates.setdefault(str(d.tag), []).append(name + (" settled" if d.settled else ""))
 
 
+class _AttachProbe(_Link):
+    """A receiving link that is only attached (no credit): nothing is ever delivered on it."""
+
+    def on_delivery(self, d: Any) -> None:
+        pass
+
+
 class ProtonConsumer(Consumer, _Link):
     def __init__(self, session: "ProtonSession", queue: str, ack_mode: AckMode, prefetch: int | None, browse: bool,
                  *, for_get: bool = False, modes: tuple[int, int] | None = None) -> None:
@@ -259,6 +266,9 @@ class ProtonConsumer(Consumer, _Link):
         self.replenish = not for_get
         self.browse = browse
         self.buffer: collections.deque[Delivery] = collections.deque()
+        #: The delivery-tag of each transfer as the broker sent it (transport 2.6.12), in arrival order,
+        #: as hex (python-qpid-proton hands the binary tag over as a str of its octets).
+        self.wire_tags: list[str] = []
         address = session._address(queue)
         link = session._ssn.receiver(f"{queue}-{'g' if for_get else 'r'}-{uuid.uuid4().hex[:6]}")
         link.source.address = address
@@ -297,6 +307,8 @@ class ProtonConsumer(Consumer, _Link):
         msg = Message()
         msg.decode(self.link.recv(d.pending))
         self.link.advance()
+        tag = d.tag
+        self.wire_tags.append(tag.hex() if isinstance(tag, (bytes, bytearray)) else str(tag).encode("latin-1", "replace").hex())
         self.buffer.append(self.session._received(d, msg, self))
         if self.replenish and (self.window is None or self.ack_mode is AckMode.AUTO):
             if self.link.credit < (self.window or WINDOW) // 2:
@@ -636,6 +648,47 @@ class ProtonSession(Session):
         d.settle()
         self._loop.pump()
         return "settled by the broker"
+
+    def attach_answer(self, queue: str, timeout: float) -> dict[str, Any]:
+        """Attach a receiving link from ``queue``'s address (no credit) and report, as data, how the
+        broker answered (transport 2.6.3, 2.6.5): whether its attach named a source, then whether it
+        detached the link and with which error; a link it took is detached again."""
+        self._check()
+        address = self._address(queue)
+        link = self._ssn.receiver(f"{queue}-p-{uuid.uuid4().hex[:6]}")
+        link.source.address = address
+        link.target.address = None
+        probe = _AttachProbe(self, link, address)
+        loop = self._loop
+        link.open()
+        out: dict[str, Any] = {"address": address}
+        try:
+            loop.wait(lambda: bool(link.state & (Endpoint.REMOTE_ACTIVE | Endpoint.REMOTE_CLOSED)) or self._remote_closed, f"the answer to an attach from {address}", timeout)
+        except OperationTimeout:
+            out["attach"] = f"no attach within {timeout:g}s"
+            return out
+        if self._remote_closed:
+            out["attach"] = "session ended: " + _condition_error(self._error, "").text.lstrip(": ")
+            return out
+        src = link.remote_source
+        out["attach"] = "source" if src.type != Terminus.UNSPECIFIED or src.address else "no source"
+        out["source_address"] = src.address
+        if out["attach"] == "source" and not probe.remote_closed:
+            probe.close(timeout)  # the broker took the link (it has, or made, a node there): nothing more to see
+            return out
+        try:
+            loop.wait(lambda: probe.remote_closed or self._remote_closed, f"a detach of the link from {address}", timeout)
+        except OperationTimeout:
+            out["detach"] = f"no detach within {timeout:g}s"
+            probe.close(timeout)
+            return out
+        cond = probe.error if probe.remote_closed else self._error
+        out["detach"] = "detached" if probe.remote_closed else "session ended"
+        out["error"] = None if cond is None else {"condition": str(cond.name), "description": cond.description or ""}
+        if probe.remote_closed and link.state & Endpoint.LOCAL_ACTIVE:
+            link.close()
+            loop.pump()
+        return out
 
     def browser(self, queue: str) -> ProtonConsumer:
         """A link asking for distribution-mode copy that gets credit only when drained: how the

@@ -1,0 +1,94 @@
+"""AMQP 1.0 operators for the spec-rule cases (conformance/cases/link/test_spec_*.py): each makes a
+healthy broker show the client what a broker breaking that rule would send.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.amqp10.mutations import ATTACH, TRANSFER, HeaderRewriter, P, S, rebuild, split
+from conformance.nemesis.faults import Sender
+from conformance.nemesis.mutations import Mutator, operator
+from conformance.nemesis.wire import Frame
+
+#: attach fields (transport 2.7.3) and source fields (messaging 3.5.3) by position
+SOURCE, SOURCE_OUTCOMES = 5, 9
+#: transfer field (transport 2.7.5): delivery-tag
+DELIVERY_TAG = 2
+#: header field (messaging 3.2.1): ttl
+TTL = 2
+
+
+@operator("delivery-tag-repeated", P, "gives every transfer the broker sends the same delivery-tag, so deliveries unsettled together share one")
+class DeliveryTagRepeated(Mutator):
+    TAG = b"\x00"
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not S or f.name != "transfer":
+            return None
+        _, fields, _ = split(f.raw)
+        if len(fields) <= DELIVERY_TAG or fields[DELIVERY_TAG] is None or bytes(fields[DELIVERY_TAG]) == self.TAG:
+            return None
+        self.applied(f"transfer delivery-id {fields[1]}: delivery-tag {bytes(fields[DELIVERY_TAG]).hex()} -> {self.TAG.hex()}")
+        fields[DELIVERY_TAG] = self.TAG
+        return [rebuild(f, TRANSFER, fields)]
+
+
+@operator("ttl-raised", P, "sends every message that left the broker with a header ttl with that ttl raised by an hour (not reduced: it never dies in a loop)")
+class TtlRaised(HeaderRewriter):
+    HOUR_MS = 3_600_000
+
+    def change(self, header: list[Any]) -> str | None:
+        from proton import uint
+
+        if header[TTL] is None:
+            return None
+        before = int(header[TTL])
+        header[TTL] = uint(before + self.HOUR_MS)
+        return f"ttl {before} -> {before + self.HOUR_MS}"
+
+
+@operator("source-outcome-invalid", P, "adds a descriptor that names no outcome (amqp:bogus:list) to the outcomes of every source the broker attaches")
+class SourceOutcomeInvalid(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from proton import Array, Described, UNDESCRIBED, Data, symbol
+
+        if sender is not S or f.name != "attach":
+            return None
+        _, fields, _ = split(f.raw)
+        # the broker's role sender (false): the source is its own
+        if len(fields) <= SOURCE or fields[2] or not hasattr(fields[SOURCE], "value"):
+            return None
+        src = list(fields[SOURCE].value or [])
+        src += [None] * (SOURCE_OUTCOMES + 1 - len(src))
+        had = [str(o) for o in (getattr(src[SOURCE_OUTCOMES], "elements", None) or ([src[SOURCE_OUTCOMES]] if src[SOURCE_OUTCOMES] else []))]
+        src[SOURCE_OUTCOMES] = Array(UNDESCRIBED, Data.SYMBOL, *[symbol(o) for o in had + ["amqp:bogus:list"]])
+        fields[SOURCE] = Described(fields[SOURCE].descriptor, src)
+        self.applied(f"attach {fields[0]!r}: source outcomes {had or 'unset'} -> {had + ['amqp:bogus:list']}")
+        return [rebuild(f, ATTACH, fields)]
+
+
+@operator("no-node-detach-error-cleared", P, "strips the error from the detach a broker sends right after an attach naming no terminus (the link is detached without saying why)")
+class NoNodeDetachErrorCleared(Mutator):
+    DETACH = 0x16
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.null: set[tuple[int, int]] = set()  # (broker channel, broker handle) attached with no terminus
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not S or f.name not in ("attach", "detach"):
+            return None
+        _, fields, _ = split(f.raw)
+        if f.name == "attach":
+            # no terminus of its own side: the source of a sender (role false), the target of a receiver
+            if len(fields) <= 6 or (fields[6] is None if fields[2] else fields[5] is None):
+                self.null.add((f.channel, int(fields[1])))
+            return None
+        key = (f.channel, int(fields[0]))
+        if key not in self.null or len(fields) < 3 or fields[2] is None:
+            return None
+        self.null.discard(key)
+        self.applied(f"detach of handle {fields[0]} (after an attach with no terminus): error {fields[2]} removed")
+        fields[2] = None
+        return [rebuild(f, self.DETACH, fields)]

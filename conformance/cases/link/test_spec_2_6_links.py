@@ -1,0 +1,75 @@
+"""AMQP 1.0 transport 2.6 (links), h2spec style: each case names the rule it checks.
+
+2.6.3/2.6.5: an attach to an address with no node behind it (one the broker does not create) is
+answered by an attach with no terminus and at once a detach carrying the error. 2.6.12: the
+delivery-tags of the deliveries a link holds unsettled are all different. Every wait ends on a
+protocol event (the broker's attach, its detach, a transfer) or a short explicit deadline.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from conformance.catalogue.profiles import Profile
+from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
+from conformance.kit.checkers import returned_exactly
+from conformance.kit.verdicts import Verdict, first_failure, holds
+
+#: The broker owes its attach and the detach that follows it at once ("MUST immediately detach").
+PROMPT_S = 3.0
+
+
+class TestAttachNoNode(Case):
+    requirement = "LINK-ATTACH-NO-NODE-DETACHED"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        session = ctx.session("receiver")
+        absent = f"absent-{uuid.uuid4().hex[:10]}"  # never declared: no node behind its address
+        answer = session.attach_answer(absent, PROMPT_S)
+        ctx.history.add("receiver", "attach", f"{answer}")
+        return {"answer": answer}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        a = obs["answer"]
+        attach, detach, error = a.get("attach", ""), a.get("detach"), a.get("error")
+        created = attach == "source" and detach is None  # the adapter detaches a link the broker took
+        cond = (error or {}).get("condition")
+        return first_failure(
+            holds(attach in ("source", "no source"), expected=f"the broker answers the attach from {a['address']} with its own attach",
+                  observed=attach, key=None if attach in ("source", "no source") else "attach-" + attach.split(" ")[0]),
+            # 2.6.3 MAY: a broker that creates the node attaches it like any other (nothing more to judge).
+            holds(created or detach == "detached", expected="an attach with no terminus, then at once a detach of the link (2.6.3)",
+                  observed=f"attach with {attach}, then {detach or 'the link stayed attached'}",
+                  key=None if created or detach == "detached" else "no-detach" if (detach or "").startswith("no detach") else "session-ended"),
+            holds(created or cond is not None, expected="the detach carries the error in its error field (2.6.5)",
+                  observed=f"detach {'with error ' + str(cond) if cond else 'without an error'}", key=None if created or cond else "detach-without-error"),
+        )
+
+
+class TestDeliveryTagsUnique(Case):
+    requirement = "LINK-DELIVERY-TAGS-UNIQUE"
+    HELD = 5
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        published = ctx.publish(q, self.HELD)
+        session = ctx.session("receiver")
+        receiver = session.receiver(q, credit=self.HELD)
+        receiver.received(self.HELD, WAIT_S)  # all held unsettled together: each tag in use at once
+        got = list(receiver.buffer)
+        receiver.buffer.clear()
+        tags = list(receiver.wire_tags)
+        for d in got:
+            session.ack(d.tag)
+        session.sync()
+        return {"published": published, "got": [delivery_obs(d) for d in got], "tags": tags}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        tags = obs["tags"]
+        repeated = sorted({t for t in tags if tags.count(t) > 1})
+        return first_failure(
+            returned_exactly(obs["got"], obs["published"], what="held unsettled on the link"),
+            holds(not repeated, expected=f"{len(tags)} distinct delivery-tags for the {len(tags)} deliveries held unsettled",
+                  observed=f"delivery-tags {', '.join(tags)}" + (f" ({', '.join(repeated)} repeated)" if repeated else ""),
+                  key=None if not repeated else "delivery-tag-repeated"),
+        )
