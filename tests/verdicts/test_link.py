@@ -12,6 +12,7 @@ import pytest
 from conformance.catalogue.profiles import select_profile
 from conformance.kit.verdicts import Outcome, Verdict, apply_profile
 from tests.verdicts import link_settlement as settlement
+from tests.verdicts import link_spec_rules as spec_rules
 from tests.verdicts.examples import CASES, RABBIT, Example, assert_fails, assert_passes, with_
 
 SPEC10 = select_profile("Other", "1.0", "amqp-1.0")
@@ -70,6 +71,7 @@ LINK_GOOD: list[Example] = [
     ex("TestFirstDeliveryNotRedelivered", "no-header-at-all", FIRST10),
     ex("TestRedeliverOnConnectionLoss", "no-header-at-all", LOSS10),
     *settlement.GOOD,
+    *spec_rules.GOOD,
 ]
 
 LINK_VIOLATIONS: list[tuple[Example, str]] = [
@@ -116,6 +118,7 @@ LINK_VIOLATIONS: list[tuple[Example, str]] = [
     (ex("TestDrain", "empty-unanswered", with_(DRAIN, drain_empty={"answer": "no flow answer within 3s", "got": []})), "no flow answer"),
     (ex("TestDrain", "withheld-one", with_(DRAIN, drain_with_messages={"answer": "drained", "got": [dl("m2", 2)]})), "missing [m3]"),
     *settlement.VIOLATIONS,
+    *spec_rules.VIOLATIONS,
 ]
 
 
