@@ -905,6 +905,68 @@ class ProtonSession(Session):
         return self._loop.lost is None and not self._remote_closed and bool(self._ssn.state & Endpoint.LOCAL_ACTIVE)
 
 
+#: Performative descriptor codes (transport 2.7) -> name, for :func:`_performative`.
+_LINK_FRAMES = {0x12: "attach", 0x13: "flow", 0x14: "transfer", 0x15: "disposition", 0x16: "detach"}
+
+
+def _plain(value: Any) -> Any:
+    """A decoded AMQP value as JSON-able data: binary as hex, described values by their descriptor."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float, str)):
+        return value if not isinstance(value, int) or isinstance(value, bool) else int(value)
+    if hasattr(value, "descriptor") and hasattr(value, "value"):
+        d = value.descriptor
+        return {"descriptor": int(d) if isinstance(d, int) else str(d), "value": _plain(value.value)}
+    if hasattr(value, "elements"):
+        return [_plain(e) for e in value.elements]
+    if isinstance(value, dict):
+        return [[_plain(k), _plain(v)] for k, v in value.items()]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def _performative(raw: bytes) -> dict[str, Any] | None:
+    if len(raw) < 8 or raw[:4] == b"AMQP" or raw[5] != 0:
+        return None
+    body = raw[raw[4] * 4:]
+    if len(body) < 3 or body[0] != 0:
+        return None
+    data = Data()
+    try:
+        data.decode(body)
+        obj = data.get_object()
+    except Exception:  # noqa: BLE001 - not a performative proton can read: not one of the link frames
+        return None
+    name = _LINK_FRAMES.get(int(getattr(obj, "descriptor", -1)) if isinstance(getattr(obj, "descriptor", None), int) else -1)
+    if name is None:
+        return None
+    f = list(obj.value or [])
+    f += [None] * (14 - len(f))
+    if name == "attach":
+        unsettled = f[7]
+        return {"name": name, "link": f[0], "handle": _plain(f[1]), "role": "receiver" if f[2] else "sender",
+                "source": f[5] is not None, "target": f[6] is not None,
+                "unsettled": None if unsettled is None else [_plain(k) for k in dict(unsettled)],
+                "incomplete-unsettled": bool(f[8]), "initial-delivery-count": _plain(f[9])}
+    if name == "flow":
+        return {"name": name, "handle": _plain(f[4]), "delivery-count": _plain(f[5]), "link-credit": _plain(f[6]),
+                "available": _plain(f[7]), "drain": _plain(f[8]), "echo": _plain(f[9])}
+    if name == "transfer":
+        state = f[7]
+        return {"name": name, "handle": _plain(f[0]), "delivery-id": _plain(f[1]), "delivery-tag": _plain(f[2]),
+                "settled": _plain(f[4]), "more": bool(f[5]), "state": None if state is None else _plain(getattr(state, "descriptor", state)),
+                "resume": bool(f[8]), "aborted": bool(f[9])}
+    if name == "disposition":
+        state = f[4]
+        return {"name": name, "role": "receiver" if f[0] else "sender", "first": _plain(f[1]), "last": _plain(f[2]),
+                "settled": bool(f[3]), "state": None if state is None else _plain(state)}
+    error = f[2]
+    return {"name": name, "handle": _plain(f[0]), "closed": bool(f[1]),
+            "error": None if error is None else str((list(getattr(error, "value", None) or []) + [None])[0])}
+
+
 def _symbols(data: Data) -> list[str] | None:
     """A terminus field holding symbols (messaging 3.5.3 source outcomes) as strings; None when unset."""
     data.rewind()
@@ -1072,3 +1134,9 @@ class ProtonAdapter(Adapter):
         from importlib.metadata import version
 
         return f"python-qpid-proton {version('python-qpid-proton')}"
+
+    def performative(self, raw: bytes) -> dict[str, Any] | None:
+        """One AMQP 1.0 frame as a fault proxy recorded it, decoded to plain data (transport 2.7):
+        the performative's name and the fields that carry link and delivery state; None for a frame
+        that is no attach, flow, transfer, disposition or detach."""
+        return _performative(raw)

@@ -92,3 +92,59 @@ class NoNodeDetachErrorCleared(Mutator):
         self.applied(f"detach of handle {fields[0]} (after an attach with no terminus): error {fields[2]} removed")
         fields[2] = None
         return [rebuild(f, self.DETACH, fields)]
+
+
+@operator("continuation-tag-changed", P, "gives the continuation transfers of the broker's multi-transfer deliveries another delivery-tag than their first transfer's")
+class ContinuationTagChanged(Mutator):
+    TAG = b"\xff\xfe"
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.under_way: set[tuple[int, int]] = set()  # (broker channel, handle) with a delivery's transfers still to come
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not S or f.name != "transfer":
+            return None
+        _, fields, _ = split(f.raw)
+        fields += [None] * (6 - len(fields))
+        link = (f.channel, int(fields[0]))
+        continuing = link in self.under_way
+        if fields[5]:
+            self.under_way.add(link)
+        else:
+            self.under_way.discard(link)
+        if not continuing:
+            return None
+        self.applied(f"continuation transfer on handle {fields[0]}: delivery-tag {None if fields[DELIVERY_TAG] is None else bytes(fields[DELIVERY_TAG]).hex()} -> {self.TAG.hex()}")
+        fields[DELIVERY_TAG] = self.TAG
+        return [rebuild(f, TRANSFER, fields)]
+
+
+@operator("initial-delivery-count-dropped", P, "removes the initial-delivery-count from every attach the broker sends as a link's sender")
+class InitialDeliveryCountDropped(Mutator):
+    INITIAL = 9
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not S or f.name != "attach":
+            return None
+        _, fields, _ = split(f.raw)
+        if len(fields) <= self.INITIAL or fields[2] or fields[self.INITIAL] is None:
+            return None
+        self.applied(f"attach {fields[0]!r}: initial-delivery-count {fields[self.INITIAL]} removed")
+        fields[self.INITIAL] = None
+        return [rebuild(f, ATTACH, fields)]
+
+
+@operator("flow-delivery-count-dropped", P, "removes the delivery-count from every link flow the broker sends (as RabbitMQ 3.x's receiving links do)")
+class FlowDeliveryCountDropped(Mutator):
+    FLOW, HANDLE, COUNT = 0x13, 4, 5
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not S or f.name != "flow":
+            return None
+        _, fields, _ = split(f.raw)
+        if len(fields) <= self.COUNT or fields[self.HANDLE] is None or fields[self.COUNT] is None:
+            return None
+        self.applied(f"flow handle {fields[self.HANDLE]}: delivery-count {fields[self.COUNT]} removed")
+        fields[self.COUNT] = None
+        return [rebuild(f, self.FLOW, fields)]
