@@ -690,6 +690,120 @@ class ProtonSession(Session):
             loop.pump()
         return out
 
+    def dynamic_attach(self, role: str, timeout: float) -> dict[str, Any]:
+        """Ask the broker for a dynamically created node (messaging 3.5.3/3.5.4): a receiving link
+        whose source is dynamic (``role="receiver"``) or a sending link whose target is dynamic
+        (``role="sender"``), no address given. Reports as data the broker's answer: the address and
+        dynamic-node-properties of its terminus, or its refusal; the link is detached again."""
+        self._check()
+        name = f"dyn-{role[0]}-{uuid.uuid4().hex[:8]}"
+        if role == "receiver":
+            link = self._ssn.receiver(name)
+            link.source.dynamic = True
+            link.target.address = None
+        else:
+            link = self._ssn.sender(name)
+            link.target.dynamic = True
+            link.source.address = None
+        probe = _AttachProbe(self, link, "(dynamic)")
+        loop = self._loop
+        link.open()
+        out: dict[str, Any] = {"role": role, "link": name, "container": self._loop.container.container_id}
+        try:
+            loop.wait(lambda: bool(link.state & (Endpoint.REMOTE_ACTIVE | Endpoint.REMOTE_CLOSED)) or self._remote_closed, "the answer to a dynamic attach", timeout)
+        except OperationTimeout:
+            out["answer"] = f"no attach within {timeout:g}s"
+            return out
+        if self._remote_closed:
+            out["answer"] = "session ended: " + _condition_error(self._error, "").text.lstrip(": ")
+            return out
+        term = link.remote_source if role == "receiver" else link.remote_target
+        if probe.remote_closed or term.type == Terminus.UNSPECIFIED and not term.address:
+            try:
+                loop.wait(lambda: probe.remote_closed or self._remote_closed, "the detach of a refused dynamic link", timeout)
+            except OperationTimeout:
+                pass
+            cond = probe.error or self._error
+            out["answer"] = "refused" + (f": {cond.name}" + (f" {cond.description}" if cond.description else "") if cond is not None else "")
+            return out
+        out["answer"] = "attached"
+        out["dynamic"] = bool(term.dynamic)
+        out["address"] = term.address
+        out["properties"] = _terminus_properties(term)
+        probe.close(timeout)
+        return out
+
+    def send_aborted(self, queue: str, body: bytes, *, message_id: str, timeout: float) -> str:
+        """Transport 2.6.14: stream one whole encoded message on an unsettled transfer with more=true,
+        wait until those frames are written, then abort the delivery (a last transfer with
+        aborted=true). "aborted", or what happened instead."""
+        self._check()
+        s = self._sender(queue)
+        loop = self._loop
+        try:
+            loop.wait(lambda: s.link.credit > 0 or s.remote_closed or self._remote_closed, f"credit to send to {s.address}", timeout)
+        except OperationTimeout:
+            return f"no credit within {timeout:g}s"
+        d = s.link.delivery(f"abort-{uuid.uuid4().hex[:6]}")
+        s.link.stream(Message(body=body, id=message_id, durable=False).encode())
+        loop.pump()  # the message's bytes leave as transfers with more=true; the delivery stays open
+        try:
+            loop.wait(lambda: s.link.session.outgoing_bytes == 0 or s.remote_closed or self._remote_closed, "the streamed transfers written", timeout)
+        except OperationTimeout:
+            return f"streamed transfers not written within {timeout:g}s"
+        d.abort()
+        loop.pump()
+        self._check()
+        return "aborted" if not s.remote_closed else "link ended: " + _condition_error(s.error, "").text.lstrip(": ")
+
+    def discharge_answer(self, txn_id: bytes, *, fail: bool = False) -> str:
+        """Send a discharge naming ``txn_id`` to the coordinator (transactions 4.3; select_tx first)
+        and return the coordinator's answer: its outcome's name with the error condition a rejected
+        one carries, or how the control link or session ended."""
+        c = self._coordinator
+        if c is None:
+            raise ChannelClosed(406, "not in a transaction (select_tx was never called)")
+        loop = self._loop
+        loop.wait(lambda: c.link.credit > 0 or c.remote_closed, "credit for a discharge")
+        d = c.link.send(Message(body=Described(symbol("amqp:discharge:list"), [txn_id, fail])))
+        try:
+            loop.wait(lambda: bool(d.remote_state) or c.remote_closed or self._remote_closed, "the coordinator's answer to a discharge")
+        except OperationTimeout as exc:
+            return f"no answer: {exc}"
+        if d.remote_state:
+            name = STATE_NAMES.get(d.remote_state, "declared" if d.remote_state == DECLARED else f"state 0x{d.remote_state:x}")
+            cond = d.remote.condition
+            return name + (f" ({cond.name})" if cond is not None else "")
+        return "control link ended: " + _condition_error(c.error or self._error, "").text.lstrip(": ")
+
+    def transactional_transfer(self, queue: str, body: bytes, *, message_id: str, timeout: float) -> str:
+        """Post one message unsettled in the current transaction (transactions 4.4.1) and return the
+        broker's answer before any discharge: "transactional-state <outcome>" naming whether it
+        carried this transaction's id, a plain outcome's name, or "no outcome within Ns"."""
+        self._check()
+        if self._txn is None:
+            raise ChannelClosed(406, "not in a transaction (select_tx was never called)")
+        s = self._sender(queue)
+        loop = self._loop
+        loop.wait(lambda: s.link.credit > 0 or s.remote_closed, f"credit to send to {s.address}", timeout)
+        d = s.link.send(Message(body=body, id=message_id, durable=False))
+        d.local.data = [self._txn]
+        d.update(0x34)
+        try:
+            loop.wait(lambda: bool(d.remote_state) or s.remote_closed or self._remote_closed, f"the outcome of {message_id}", timeout)
+        except OperationTimeout:
+            return f"no outcome within {timeout:g}s"
+        if d.remote_state == 0x34:
+            data = list(d.remote.data or [])
+            same = bool(data) and data[0] == self._txn
+            inner = data[1] if len(data) > 1 else None
+            code = getattr(inner, "descriptor", None)
+            outcome = STATE_NAMES.get(int(code), f"outcome {code}") if isinstance(code, int) else str(code) if code is not None else "no outcome"
+            return f"transactional-state {outcome} " + ("(this transaction)" if same else f"(txn-id {data[0] if data else None!r}, not this transaction's)")
+        if d.remote_state:
+            return STATE_NAMES.get(d.remote_state, f"state 0x{d.remote_state:x}")
+        return "link or session ended: " + _condition_error(s.error or self._error, "").text.lstrip(": ")
+
     def browser(self, queue: str) -> ProtonConsumer:
         """A link asking for distribution-mode copy that gets credit only when drained: how the
         protocol counter (adapters.amqp10.admin) counts ready messages without taking them."""
@@ -927,6 +1041,23 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _node_properties(terminus: Any) -> Any:
+    """The (dynamic, dynamic-node-properties) of a decoded source or target (messaging 3.5.3/3.5.4), or None."""
+    fields = list(getattr(terminus, "value", None) or [])
+    if len(fields) < 6:
+        return None
+    return {"dynamic": bool(fields[4]), "properties": _plain(fields[5])} if fields[4] or fields[5] is not None else None
+
+
+def _terminus_properties(term: Terminus) -> Any:
+    """A terminus's dynamic-node-properties as plain data (a list of [key, value] pairs), or None."""
+    props = term.properties
+    props.rewind()
+    if not props.next():
+        return None
+    return _plain(props.get_object())
+
+
 def _performative(raw: bytes) -> dict[str, Any] | None:
     if len(raw) < 8 or raw[:4] == b"AMQP" or raw[5] != 0:
         return None
@@ -948,6 +1079,7 @@ def _performative(raw: bytes) -> dict[str, Any] | None:
         unsettled = f[7]
         return {"name": name, "link": f[0], "handle": _plain(f[1]), "role": "receiver" if f[2] else "sender",
                 "source": f[5] is not None, "target": f[6] is not None,
+                "source-dynamic-node-properties": _node_properties(f[5]), "target-dynamic-node-properties": _node_properties(f[6]),
                 "unsettled": None if unsettled is None else [_plain(k) for k in dict(unsettled)],
                 "incomplete-unsettled": bool(f[8]), "initial-delivery-count": _plain(f[9])}
     if name == "flow":

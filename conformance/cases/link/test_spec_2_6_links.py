@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 
 from conformance.catalogue.profiles import Profile
+from conformance.errors import ChannelClosed, ConnectionLost
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import returned_exactly
 from conformance.kit.verdicts import Verdict, first_failure, holds
@@ -72,4 +73,31 @@ class TestDeliveryTagsUnique(Case):
             holds(not repeated, expected=f"{len(tags)} distinct delivery-tags for the {len(tags)} deliveries held unsettled",
                   observed=f"delivery-tags {', '.join(tags)}" + (f" ({', '.join(repeated)} repeated)" if repeated else ""),
                   key=None if not repeated else "delivery-tag-repeated"),
+        )
+
+
+class TestAbortDiscarded(Case):
+    requirement = "LINK-ABORTED-DISCARDED"
+
+    def scenario(self, ctx: CaseContext) -> Obs:
+        q = ctx.queue()
+        session = ctx.session("sender", via=ctx.proxy())  # the proxy's trace shows the transfers and the abort
+        aborted = session.send_aborted(q, b"m-aborted", message_id="m-aborted", timeout=WAIT_S)
+        # A whole message after it on the same link: once it is in the queue, the broker has dealt
+        # with the aborted delivery before it (transfers of a link are ordered).
+        session.enable_confirms()
+        try:
+            session.publish(q, b"m1", message_id="m1")
+            then = "m1 accepted"
+        except (ChannelClosed, ConnectionLost) as exc:
+            then = f"m1 not taken: {exc}"[:300]
+        return {"aborted": aborted, "then": then, "published": ["m1"], "after": [delivery_obs(d) for d in ctx.drain(q)]}
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        return first_failure(
+            holds(obs["aborted"] == "aborted", expected="the client's transfers, then its abort, reach the broker",
+                  observed=obs["aborted"], key=None if obs["aborted"] == "aborted" else "abort-not-sent"),
+            holds(obs["then"] == "m1 accepted", expected="a whole message after the aborted one is taken as before",
+                  observed=obs["then"], key=None if obs["then"] == "m1 accepted" else "next-message-refused"),
+            returned_exactly(obs["after"], obs["published"], what="in the queue after an aborted delivery and m1"),
         )

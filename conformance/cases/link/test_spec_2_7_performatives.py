@@ -121,6 +121,10 @@ def attach_faults(frames: list[dict[str, Any]]) -> list[str]:
             continue
         if f["role"] == "sender" and f["initial-delivery-count"] is None:
             faults.append(f"attach {f['link']!r} (role sender) without initial-delivery-count")
+        for end in ("source", "target"):
+            node = f.get(f"{end}-dynamic-node-properties")
+            if node is not None and not node["dynamic"] and node["properties"] is not None:
+                faults.append(f"attach {f['link']!r}: a {end} that is not dynamic with dynamic-node-properties {node['properties']}")
         if f["unsettled"] is not None:
             nulls = " (with a null key)" if None in f["unsettled"] else ""
             faults.append(f"attach {f['link']!r} (a fresh attach, not resuming) with an unsettled map of {len(f['unsettled'])}{nulls}")
@@ -219,6 +223,49 @@ class _WireCase(Case):
         if obs.get("ended"):
             return holds(False, expected="the exchange completes", observed=f"it ended: {obs['ended']}", key="exchange-ended")
         return returned_exactly(obs["got"], obs["published"], what="through the recording proxy")
+
+
+def settlement_faults(frames: list[dict[str, Any]]) -> tuple[list[str], int, list[Any]]:
+    """Every delivery the client sent unsettled on its sending link (rcv-settle-mode first) that the
+    broker did not settle at once: no disposition of its covering it, or a first one not settled.
+    Also how many were judged, and the settled field of the client's first transfers as sent."""
+    faults: list[str] = []
+    ids: list[int] = []
+    first_settled: list[Any] = []
+    under_way: set[tuple[int, int, int]] = set()
+    for f in frames:
+        if f["from"] != "client" or f["name"] != "transfer":
+            continue
+        link = (f["conn"], f["ch"], f["handle"])
+        if link not in under_way and not f["settled"]:
+            ids.append(f["delivery-id"])
+            first_settled.append(f["settled"])
+        if f["more"] and not f["aborted"]:
+            under_way.add(link)
+        else:
+            under_way.discard(link)
+    for i in ids:
+        covering = [f for f in frames if f["from"] == "server" and f["name"] == "disposition" and f["role"] == "receiver"
+                    and f["first"] is not None and f["first"] <= i <= (f["last"] if f["last"] is not None else f["first"])]
+        if not covering:
+            faults.append(f"delivery {i}: no disposition from the broker")
+        elif not covering[0]["settled"]:
+            faults.append(f"delivery {i}: the broker's first disposition is not settled (state {covering[0]['state']})")
+    return faults, len(ids), first_settled
+
+
+class TestReceiverSettlesFirst(_WireCase):
+    requirement = "LINK-RECEIVER-SETTLES-FIRST"
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        faults, n, first = settlement_faults(obs["frames"])
+        return first_failure(
+            holds(n > 0, expected="the client's unsettled transfers recorded", observed=f"{n} deliveries", key=None if n else "no-transfer-recorded"),
+            holds(not faults, expected=f"under rcv-settle-mode first, the broker settles each of the {n} deliveries sent unsettled "
+                                      f"(settled field as sent: {sorted({str(x).lower() for x in first})}) with its first disposition",
+                  observed="; ".join(faults[:3]) or "none", key=None if not faults else "not-settled-first" if "not settled" in faults[0] else "no-disposition"),
+            self.delivered(obs),
+        )
 
 
 class TestTransferFields(_WireCase):
