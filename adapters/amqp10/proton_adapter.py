@@ -715,7 +715,10 @@ class ProtonSession(Session):
             out["answer"] = f"no attach within {timeout:g}s"
             return out
         if self._remote_closed:
-            out["answer"] = "session ended: " + _condition_error(self._error, "").text.lstrip(": ")
+            text = _condition_error(self._error, "").text.lstrip(": ")
+            # As for settlement modes and the coordinator: amqp:not-implemented, even ending the
+            # session with it, declines the facility itself (RabbitMQ 3.x: "Dynamic sources not supported").
+            out["answer"] = ("refused: " if "amqp:not-implemented" in text else "session ended: ") + text
             return out
         term = link.remote_source if role == "receiver" else link.remote_target
         if probe.remote_closed or term.type == Terminus.UNSPECIFIED and not term.address:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.amqp10.mutations import ATTACH, TRANSFER, HeaderRewriter, P, S, rebuild, split
+from adapters.amqp10.mutations import ATTACH, TRANSFER, C, HeaderRewriter, P, S, rebuild, split
 from conformance.nemesis.faults import Sender
 from conformance.nemesis.mutations import Mutator, operator
 from conformance.nemesis.wire import Frame
@@ -148,3 +148,107 @@ class FlowDeliveryCountDropped(Mutator):
         self.applied(f"flow handle {fields[self.HANDLE]}: delivery-count {fields[self.COUNT]} removed")
         fields[self.COUNT] = None
         return [rebuild(f, self.FLOW, fields)]
+
+
+DISPOSITION, TRANSACTIONAL_STATE, ACCEPTED, REJECTED = 0x15, 0x34, 0x24, 0x25
+
+
+def _code(state: Any) -> int | None:
+    d = getattr(state, "descriptor", None)
+    return int(d) if isinstance(d, int) else None
+
+
+@operator("receiver-settlement-deferred", P, "sends the broker's dispositions of a client's transfers unsettled (settled=false): the broker seems to wait for the client to settle first")
+class ReceiverSettlementDeferred(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not S or f.name != "disposition":
+            return None
+        _, fields, _ = split(f.raw)
+        if len(fields) < 4 or not fields[0] or not fields[3]:  # role receiver, settled
+            return None
+        fields[3] = False
+        self.applied(f"disposition {fields[1]}: settled true -> false")
+        return [rebuild(f, DISPOSITION, fields)]
+
+
+@operator("abort-cleared", P, "turns the client's aborted transfer into the last transfer of its delivery (aborted and more false): the broker gets the message whole")
+class AbortCleared(Mutator):
+    ABORTED, SETTLED, MORE = 9, 4, 5
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not C or f.name != "transfer":
+            return None
+        _, fields, _ = split(f.raw)
+        if len(fields) <= self.ABORTED or not fields[self.ABORTED]:
+            return None
+        fields[self.ABORTED] = False
+        fields[self.MORE] = False
+        fields[self.SETTLED] = False
+        self.applied(f"transfer delivery-id {fields[1]}: aborted true -> false (the delivery completes)")
+        return [rebuild(f, TRANSFER, fields)]
+
+
+@operator("dynamic-address-cleared", P, "removes the address from the source (target) of the broker's attach answering a client's dynamic source (target)")
+class DynamicAddressCleared(Mutator):
+    SOURCE, TARGET, DYNAMIC = 5, 6, 4
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.dynamic: set[tuple[str, int]] = set()  # (link name, terminus position) the client asked to be dynamic
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from proton import Described
+
+        if f.name != "attach":
+            return None
+        _, fields, _ = split(f.raw)
+        if sender is C:
+            for pos in (self.SOURCE, self.TARGET):
+                term = list(getattr(fields[pos], "value", None) or []) if len(fields) > pos else []
+                if len(term) > self.DYNAMIC and term[self.DYNAMIC]:
+                    self.dynamic.add((str(fields[0]), pos))
+            return None
+        changed = False
+        for pos in (self.SOURCE, self.TARGET):
+            if (str(fields[0]), pos) not in self.dynamic or len(fields) <= pos or not hasattr(fields[pos], "value"):
+                continue
+            term = list(fields[pos].value or [])
+            if term and term[0] is not None:
+                self.applied(f"attach {fields[0]!r}: dynamic {'source' if pos == self.SOURCE else 'target'} address {term[0]!r} removed")
+                term[0] = None
+                fields[pos] = Described(fields[pos].descriptor, term)
+                changed = True
+        return [rebuild(f, ATTACH, fields)] if changed else None
+
+
+@operator("transactional-state-unwrapped", P, "sends the outcome inside the broker's transactional-state dispositions as a plain outcome (the transaction no longer named)")
+class TransactionalStateUnwrapped(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not S or f.name != "disposition":
+            return None
+        _, fields, _ = split(f.raw)
+        if len(fields) < 5 or _code(fields[4]) != TRANSACTIONAL_STATE:
+            return None
+        inner = (list(fields[4].value or []) + [None, None])[1]
+        fields[4] = inner
+        self.applied(f"disposition {fields[1]}: transactional-state -> {inner}")
+        return [rebuild(f, DISPOSITION, fields)]
+
+
+@operator("discharge-error-accepted", P, "answers a discharge the coordinator rejected with a transaction-error with accepted instead")
+class DischargeErrorAccepted(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from proton import Described, ulong
+
+        if sender is not S or f.name != "disposition":
+            return None
+        _, fields, _ = split(f.raw)
+        if len(fields) < 5 or _code(fields[4]) != REJECTED:
+            return None
+        error = (list(fields[4].value or []) + [None])[0]
+        condition = str((list(getattr(error, "value", None) or []) + [""])[0])
+        if not condition.startswith("amqp:transaction:"):
+            return None
+        fields[4] = Described(ulong(ACCEPTED), [])
+        self.applied(f"disposition {fields[1]}: rejected ({condition}) -> accepted")
+        return [rebuild(f, DISPOSITION, fields)]

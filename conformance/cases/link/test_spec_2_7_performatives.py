@@ -65,6 +65,8 @@ def exchange(ctx: CaseContext) -> Obs:
             drain = "answered"
         except OperationTimeout:
             drain = f"no answer within {PROMPT_S:g}s"
+        except ChannelClosed as exc:  # the drain comes last: what the other checks read was sent before
+            drain = f"session ended: {exc.text}"[:300]
         if drain == "answered":
             receiver.detach(PROMPT_S)
     except (ChannelClosed, ConnectionLost) as exc:

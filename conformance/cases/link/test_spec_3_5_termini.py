@@ -56,9 +56,9 @@ PROMPT_S = 3.0
 
 def dynamic_nodes(ctx: CaseContext) -> Obs:
     """A receiving link with a dynamic source and a sending link with a dynamic target, each asked
-    for with no address (messaging 3.5.3, 3.5.4), on one session; the broker's answers as data."""
-    session = ctx.session("client")
-    out = {"source": session.dynamic_attach("receiver", PROMPT_S), "target": session.dynamic_attach("sender", PROMPT_S)}
+    for with no address (messaging 3.5.3, 3.5.4); the broker's answers as data."""
+    # A session each: a broker may end the session to refuse one of them.
+    out = {"source": ctx.session("receiver").dynamic_attach("receiver", PROMPT_S), "target": ctx.session("sender").dynamic_attach("sender", PROMPT_S)}
     answers = [out[e].get("answer", "") for e in ("source", "target")]
     if all(a.startswith("refused") for a in answers):
         # Creating nodes on request is the broker's choice (3.5.3: a "request"); a detach refusing it is clean.
