@@ -42,3 +42,87 @@ VIOLATIONS: list[tuple[Example, str]] = [
     (ex("TestSourceOutcomesValid", "bogus-outcome", with_(OUTCOMES, outcomes=["amqp:accepted:list", "amqp:bogus:list"])), "amqp:bogus:list"),
     (ex("TestSourceOutcomesValid", "accepted-not-taken", with_(OUTCOMES, after=[dl("m1", 1, fa=False)])), "unexpected [m1]"),
 ]
+
+
+# -- the recorded exchange (cases/link/test_spec_2_7_performatives.py): the broker's frames, decoded --
+def _fr(who: str, name: str, **fields: Any) -> dict[str, Any]:
+    return {"from": who, "conn": 1, "ch": 0, "name": name, **fields}
+
+
+def _attach(who: str, link: str, handle: int, role: str, idc: int | None = 0, unsettled: Any = None) -> dict[str, Any]:
+    return _fr(who, "attach", link=link, handle=handle, role=role, source=True, target=True, unsettled=unsettled, **{
+        "incomplete-unsettled": False, "initial-delivery-count": idc, "source-dynamic-node-properties": None, "target-dynamic-node-properties": None})
+
+
+def _transfer(who: str, handle: int, did: int | None, tag: str | None, more: bool = False, settled: Any = None) -> dict[str, Any]:
+    return _fr(who, "transfer", handle=handle, settled=settled, more=more, state=None, resume=False, aborted=False,
+               **{"delivery-id": did, "delivery-tag": tag})
+
+
+def _flow(handle: int | None, count: int | None, credit: int | None = 3, drain: bool = False) -> dict[str, Any]:
+    return _fr("server", "flow", handle=handle, available=None, drain=drain, echo=False, **{"delivery-count": count, "link-credit": credit})
+
+
+def _disp(first: int, settled: bool = True) -> dict[str, Any]:
+    return _fr("server", "disposition", role="receiver", first=first, last=None, settled=settled, state={"descriptor": 36, "value": []})
+
+
+FRAMES = [
+    _attach("client", "s", 0, "sender"), _attach("server", "s", 0, "receiver", idc=None), _flow(0, 0, 100),
+    _transfer("client", 0, 0, "01", more=True), _transfer("client", 0, None, None), _disp(0),
+    _attach("client", "r", 1, "receiver", idc=None), _attach("server", "r", 1, "sender", idc=0),
+    _transfer("server", 1, 0, "aa", more=True), _transfer("server", 1, 0, "aa"), _transfer("server", 1, 1, "ab", more=True), _transfer("server", 1, None, None),
+    _flow(1, 3, 0, drain=True), _flow(None, None, None),
+]
+WIRE = {"published": ["m1", "m2"], "got": [dl("m1", 1), dl("m2", 2)], "drain": "answered", "ended": None, "frames": FRAMES}
+
+
+def _swap(frames: list[dict[str, Any]], i: int, new: dict[str, Any]) -> list[dict[str, Any]]:
+    return frames[:i] + [new] + frames[i + 1:]
+
+
+ABORT = {"aborted": "aborted", "then": "m1 accepted", "published": ["m1"], "after": [dl("m1")]}
+DYN = {"source": {"role": "receiver", "link": "dyn-r-1", "container": "c-1", "answer": "attached", "dynamic": True, "address": "c-1_dyn-r-1",
+                  "properties": [["lifetime-policy", {"descriptor": 43, "value": []}], ["supported-dist-modes", ["move"]]]},
+       "target": {"role": "sender", "link": "dyn-s-1", "container": "c-1", "answer": "attached", "dynamic": True, "address": "c-1_dyn-s-1", "properties": None}}
+POST = {"published": ["m1"], "answer": "transactional-state accepted (this transaction)", "wire": [], "after": [dl("m1")]}
+
+GOOD += [
+    ex("TestTransferFields", "whole-deliveries-in-turn", WIRE),
+    ex("TestAttachState", "initial-count-no-unsettled-map", WIRE),
+    ex("TestFlowState", "delivery-count-stated", WIRE),
+    ex("TestReceiverSettlesFirst", "settled-by-the-first-disposition", WIRE),
+    ex("TestAbortDiscarded", "aborted-delivery-discarded", ABORT),
+    ex("TestDynamicNodeAddress", "source-and-target-created", DYN),
+    ex("TestDynamicNodeAddress", "target-refused-source-created", with_(DYN, target={**DYN["target"], "answer": "refused: amqp:not-implemented"})),
+    ex("TestDynamicAddressTraceable", "address-names-link-and-container", DYN),
+    ex("TestPostingPresumptiveOutcome", "transactional-state-accepted", POST),
+    ex("TestDischargeUnknownRejected", "rejected-unknown-id", {"answer": "rejected (amqp:transaction:unknown-id)"}),
+    ex("TestDischargeUnknownRejected", "control-link-detached-unknown-id", {"answer": "control link ended: amqp:transaction:unknown-id: never declared"}),
+]
+
+VIOLATIONS += [
+    (ex("TestTransferFields", "interleaved", with_(WIRE, frames=_swap(FRAMES, 9, _transfer("server", 1, 1, "ab", more=True)))), "interleaved"),
+    (ex("TestTransferFields", "no-delivery-id", with_(WIRE, frames=_swap(FRAMES, 8, _transfer("server", 1, None, "aa", more=True)))), "without a delivery-id"),
+    (ex("TestTransferFields", "continuation-tag-changed", with_(WIRE, frames=_swap(FRAMES, 9, _transfer("server", 1, 0, "ff")))), "delivery-tag ff"),
+    (ex("TestAttachState", "no-initial-count", with_(WIRE, frames=_swap(FRAMES, 7, _attach("server", "r", 1, "sender", idc=None)))), "without initial-delivery-count"),
+    (ex("TestAttachState", "unsettled-map-on-fresh-attach", with_(WIRE, frames=_swap(FRAMES, 7, _attach("server", "r", 1, "sender", unsettled=["aa", None])))),
+     "with a null key"),
+    (ex("TestFlowState", "receiver-flow-without-count", with_(WIRE, frames=_swap(FRAMES, 2, _flow(0, None, 100)))), "without the delivery-count it knows"),
+    (ex("TestFlowState", "sender-count-behind", with_(WIRE, frames=_swap(FRAMES, 12, _flow(1, 1, 0, drain=True)))), "below initial 0 + 2"),
+    (ex("TestFlowState", "session-flow-with-link-state", with_(WIRE, frames=_swap(FRAMES, 13, _flow(None, 4, 2)))), "carrying delivery-count"),
+    (ex("TestReceiverSettlesFirst", "first-disposition-unsettled", with_(WIRE, frames=_swap(FRAMES, 5, _disp(0, settled=False)))), "not settled"),
+    (ex("TestReceiverSettlesFirst", "no-disposition", with_(WIRE, frames=FRAMES[:5] + FRAMES[6:])), "no disposition"),
+    (ex("TestAbortDiscarded", "aborted-queued", with_(ABORT, after=[dl("m-aborted"), dl("m1", 2)])), "unexpected [m-aborted]"),
+    (ex("TestAbortDiscarded", "connection-closed", with_(ABORT, then="m1 not taken: connection lost", after=[])), "m1 not taken"),
+    (ex("TestDynamicNodeAddress", "address-unset", with_(DYN, source={**DYN["source"], "address": None})), "source address None"),
+    (ex("TestDynamicNodeAddress", "bad-lifetime-policy", with_(DYN, source={**DYN["source"], "properties": [["lifetime-policy", "forever"]]})), "no lifetime policy"),
+    (ex("TestDynamicNodeAddress", "unanswered", with_(DYN, target={**DYN["target"], "answer": "no attach within 3s"})), "no attach within 3s"),
+    (ex("TestDynamicAddressTraceable", "opaque-address", with_(DYN, source={**DYN["source"], "address": "tmp-42"})), "'tmp-42'"),
+    (ex("TestDynamicAddressTraceable", "container-missing", with_(DYN, source={**DYN["source"], "address": "dyn-r-1"})), "'dyn-r-1'"),
+    (ex("TestPostingPresumptiveOutcome", "plain-accepted", with_(POST, answer="accepted")), "accepted"),
+    (ex("TestPostingPresumptiveOutcome", "other-transaction", with_(POST, answer="transactional-state accepted (txn-id b'x', not this transaction's)")),
+     "not this transaction's"),
+    (ex("TestDischargeUnknownRejected", "accepted", {"answer": "accepted"}), "accepted"),
+    (ex("TestDischargeUnknownRejected", "detached-without-transaction-error", {"answer": "control link ended: closed"}), "control link ended: closed"),
+]

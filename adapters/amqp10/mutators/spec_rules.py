@@ -235,14 +235,24 @@ class TransactionalStateUnwrapped(Mutator):
         return [rebuild(f, DISPOSITION, fields)]
 
 
-@operator("discharge-error-accepted", P, "answers a discharge the coordinator rejected with a transaction-error with accepted instead")
+@operator("discharge-error-accepted", P, "hides the transaction-error of a discharge the coordinator could not complete: a rejected answer becomes accepted, a control link detached with it is detached without an error")
 class DischargeErrorAccepted(Mutator):
+    DETACH = 0x16
+
     def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
         from proton import Described, ulong
 
-        if sender is not S or f.name != "disposition":
+        if sender is not S or f.name not in ("disposition", "detach"):
             return None
         _, fields, _ = split(f.raw)
+        if f.name == "detach":
+            error = fields[2] if len(fields) > 2 else None
+            condition = str((list(getattr(error, "value", None) or []) + [""])[0])
+            if not condition.startswith("amqp:transaction:"):
+                return None
+            fields[2] = None
+            self.applied(f"detach of handle {fields[0]}: error {condition} removed")
+            return [rebuild(f, self.DETACH, fields)]
         if len(fields) < 5 or _code(fields[4]) != REJECTED:
             return None
         error = (list(fields[4].value or []) + [None])[0]

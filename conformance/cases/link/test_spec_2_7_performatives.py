@@ -217,7 +217,10 @@ def flow_faults(frames: list[dict[str, Any]]) -> tuple[list[str], int]:
     return faults, judged
 
 
-class _WireCase(Case):
+class _Wire:
+    """The scenario and the delivery check the four cases on the recorded exchange share (a mixin:
+    no case of its own)."""
+
     def scenario(self, ctx: CaseContext) -> Obs:
         return exchange(ctx)
 
@@ -256,7 +259,7 @@ def settlement_faults(frames: list[dict[str, Any]]) -> tuple[list[str], int, lis
     return faults, len(ids), first_settled
 
 
-class TestReceiverSettlesFirst(_WireCase):
+class TestReceiverSettlesFirst(_Wire, Case):
     requirement = "LINK-RECEIVER-SETTLES-FIRST"
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
@@ -270,7 +273,7 @@ class TestReceiverSettlesFirst(_WireCase):
         )
 
 
-class TestTransferFields(_WireCase):
+class TestTransferFields(_Wire, Case):
     requirement = "LINK-TRANSFER-FIELDS"
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
@@ -283,7 +286,7 @@ class TestTransferFields(_WireCase):
         )
 
 
-class TestAttachState(_WireCase):
+class TestAttachState(_Wire, Case):
     requirement = "LINK-ATTACH-STATE"
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
@@ -297,7 +300,7 @@ class TestAttachState(_WireCase):
         )
 
 
-class TestFlowState(_WireCase):
+class TestFlowState(_Wire, Case):
     requirement = "LINK-FLOW-STATE"
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
