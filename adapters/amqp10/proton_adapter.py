@@ -1270,6 +1270,13 @@ class ProtonAdapter(Adapter):
 
         return f"python-qpid-proton {version('python-qpid-proton')}"
 
+    def raw_connection(self, url: str, *, timeout: float = 3.0) -> Any:
+        """A frame-level connection with one session (adapters.amqp10.raw): for the spec rules the
+        proton engine cannot be made to exercise (a flow with echo, a transfer with resume, ...)."""
+        from adapters.amqp10.raw import RawConnection
+
+        return RawConnection(url, timeout)
+
     def performative(self, raw: bytes) -> dict[str, Any] | None:
         """One AMQP 1.0 frame as a fault proxy recorded it, decoded to plain data (transport 2.7):
         the performative's name and the fields that carry link and delivery state; None for a frame
