@@ -262,3 +262,103 @@ class DischargeErrorAccepted(Mutator):
         fields[4] = Described(ulong(ACCEPTED), [])
         self.applied(f"disposition {fields[1]}: rejected ({condition}) -> accepted")
         return [rebuild(f, DISPOSITION, fields)]
+
+
+FLOW = 0x13
+
+
+@operator("echo-answer-dropped", P, "keeps from the client the broker's flows of a link that answer a client's flow with echo=true")
+class EchoAnswerDropped(Mutator):
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.asked = 0  # client flows with echo set, not answered yet
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if f.name != "flow":
+            return None
+        _, fields, _ = split(f.raw)
+        fields += [None] * (10 - len(fields))
+        if sender is C:
+            if fields[9]:
+                self.asked += 1
+            return None
+        if not self.asked or fields[4] is None:
+            return None
+        self.asked -= 1
+        self.applied(f"flow handle {fields[4]} (the answer to an echo) not forwarded")
+        return []
+
+
+@operator("early-credit-dropped", P, "drops a receiver's flow that carries no delivery-count (credit granted before the broker's attach reached it)")
+class EarlyCreditDropped(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not C or f.name != "flow":
+            return None
+        _, fields, _ = split(f.raw)
+        fields += [None] * (10 - len(fields))
+        if fields[4] is None or fields[5] is not None or not fields[6]:
+            return None
+        self.applied(f"flow handle {fields[4]} (link-credit {fields[6]}, no delivery-count) not forwarded")
+        return []
+
+
+@operator("settled-transfer-answered", P, "answers a client's transfer sent settled with a disposition, as a broker would that took it for unsettled")
+class SettledTransferAnswered(Mutator):
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.broker_channel: dict[int, int] = {}
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from adapters.amqp10.mutations import performative
+        from proton import Described, uint, ulong
+
+        if sender is S and f.name == "begin":
+            _, fields, _ = split(f.raw)
+            if fields and fields[0] is not None:
+                self.broker_channel[int(fields[0])] = f.channel
+            return None
+        if sender is not C or f.name != "transfer":
+            return None
+        _, fields, _ = split(f.raw)
+        fields += [None] * (6 - len(fields))
+        theirs = self.broker_channel.get(f.channel)
+        if not fields[4] or fields[1] is None or theirs is None:
+            return None
+        answer = performative(DISPOSITION, [True, uint(int(fields[1])), None, True, Described(ulong(ACCEPTED), [])], theirs)
+        self.io.to_client([answer])
+        self.applied(f"transfer delivery-id {fields[1]} sent settled: answered with a disposition (accepted)")
+        return None
+
+
+@operator("incomplete-unsettled-cleared", P, "clears incomplete-unsettled (and the unsettled map) in a receiver's attach, so the broker sends it new deliveries")
+class IncompleteUnsettledCleared(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not C or f.name != "attach":
+            return None
+        _, fields, _ = split(f.raw)
+        if len(fields) <= 8 or not fields[8]:
+            return None
+        fields[7], fields[8] = None, False
+        self.applied(f"attach {fields[0]!r}: incomplete-unsettled true -> false")
+        return [rebuild(f, ATTACH, fields)]
+
+
+@operator("filter-key-stringified", P, "sends the keys of the filter-set in the broker's source as strings, not symbols")
+class FilterKeyStringified(Mutator):
+    SOURCE, FILTER = 5, 7
+
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from proton import Described
+
+        if sender is not S or f.name != "attach":
+            return None
+        _, fields, _ = split(f.raw)
+        if len(fields) <= self.SOURCE or not hasattr(fields[self.SOURCE], "value"):
+            return None
+        src = list(fields[self.SOURCE].value or [])
+        if len(src) <= self.FILTER or not src[self.FILTER]:
+            return None
+        src[self.FILTER] = {str(k): v for k, v in dict(src[self.FILTER]).items()}
+        fields[self.SOURCE] = Described(fields[self.SOURCE].descriptor, src)
+        self.applied(f"attach {fields[0]!r}: filter keys {list(src[self.FILTER])} sent as strings")
+        return [rebuild(f, ATTACH, fields)]
