@@ -1270,12 +1270,12 @@ class ProtonAdapter(Adapter):
 
         return f"python-qpid-proton {version('python-qpid-proton')}"
 
-    def raw_connection(self, url: str, *, timeout: float = 3.0) -> Any:
+    def raw_connection(self, url: str, *, timeout: float = 3.0, name: str | None = None) -> Any:
         """A frame-level connection with one session (adapters.amqp10.raw): for the spec rules the
         proton engine cannot be made to exercise (a flow with echo, a transfer with resume, ...)."""
         from adapters.amqp10.raw import RawConnection
 
-        return RawConnection(url, timeout)
+        return RawConnection(url, timeout, name)
 
     def performative(self, raw: bytes) -> dict[str, Any] | None:
         """One AMQP 1.0 frame as a fault proxy recorded it, decoded to plain data (transport 2.7):

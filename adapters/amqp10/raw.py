@@ -61,7 +61,7 @@ class Frame:
 class RawConnection:
     """One connection with one session (channel 0), driven frame by frame."""
 
-    def __init__(self, url: str, timeout: float) -> None:
+    def __init__(self, url: str, timeout: float, name: str | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme == "amqps":
             raise Unsupported("the frame-level client speaks plain TCP only (no TLS)")
@@ -78,7 +78,11 @@ class RawConnection:
         if self._read_exact(8) != AMQP_HEADER:
             raise AdapterError("the broker did not answer the AMQP 1.0 protocol header")
         vhost = unquote(parts.path[1:]) if len(parts.path) > 1 else "/"
-        self.send(OPEN, [f"conformance-raw-{int(time.time() * 1000) % 100000}", f"vhost:{vhost}" if vhost != "/" else parts.hostname, uint(65536)])
+        # connection_name in the open's properties, as the proton adapter sends it: how the self-test
+        # tells which requirement a connection belongs to.
+        props_out = {symbol("connection_name"): name} if name else None
+        self.send(OPEN, [f"conformance-raw-{int(time.time() * 1000) % 100000}", f"vhost:{vhost}" if vhost != "/" else parts.hostname, uint(65536),
+                         None, None, None, None, None, None, props_out])
         props = {str(k): v for k, v in dict(self.expect("open").field(9) or {}).items()}
         product, version = str(props.get("product", "")), str(props.get("version", ""))
         major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else 0

@@ -35,7 +35,7 @@ def raw(ctx: CaseContext) -> Any:
     if opener is None:
         raise Unsupported("the adapter has no frame-level client (AMQP 1.0 performatives)")
     proxy = ctx.proxy()
-    conn = opener(proxy.url(ctx.url), timeout=PROMPT_S)
+    conn = opener(proxy.url(ctx.url), timeout=PROMPT_S, name=f"conformance {ctx.requirement.id} raw")
     ctx.history.add("raw", "connect", f"frame-level connection via proxy :{proxy.port}")
     return conn
 
