@@ -126,3 +126,41 @@ VIOLATIONS += [
     (ex("TestDischargeUnknownRejected", "accepted", {"answer": "accepted"}), "accepted"),
     (ex("TestDischargeUnknownRejected", "detached-without-transaction-error", {"answer": "control link ended: closed"}), "control link ended: closed"),
 ]
+
+
+# -- the frame-level cases (cases/link/test_spec_2_7_frames.py) --
+ECHO = {"attach": "answered", "flows": [{"handle": 0, "echo": False, "link-credit": 0}], "log": []}
+EARLY = {"published": ["m1", "m2", "m3"], "credit": 1, "transfers": 1, "attach": "answered", "log": [], "after": [dl("m1"), dl("m2", 2), dl("m3", 3)]}
+CONT = {"ready": "ready", "dispositions": [[1, 1, True]], "log": [], "published": ["m1", "m2"], "after": [dl("m1"), dl("m2", 2)]}
+MORE = {"ready": "ready", "then": "m1 settled", "log": [], "published": ["m1"], "after": [dl("m1")]}
+RESUME = {"ready": "ready", "dispositions": [[1, 1, True]], "ended": [], "log": [], "published": ["m1"], "after": [dl("m1")]}
+INCOMPLETE = {"published": ["m1", "m2"], "attach": "answered", "new": [], "log": [], "after": [dl("m1"), dl("m2", 2)]}
+FILTER = {"attach": "answered", "log": [], "filter": [{"key": "selector", "key-type": "symbol", "value": "...", "value-type": "described"}]}
+
+GOOD += [
+    ex("TestFlowEcho", "echo-answered", ECHO),
+    ex("TestCreditBeforeAttach", "one-for-one", EARLY),
+    ex("TestSettledContinuation", "no-disposition-for-the-settled", CONT),
+    ex("TestMoreWithAborted", "aborted-wins", MORE),
+    ex("TestResumeUnknownIgnored", "resumed-unknown-ignored", RESUME),
+    ex("TestIncompleteUnsettled", "no-new-deliveries", INCOMPLETE),
+    ex("TestFilterSetValid", "symbol-key-described-value", FILTER),
+    ex("TestFilterSetValid", "no-filter-in-place", with_(FILTER, filter=None)),
+]
+
+VIOLATIONS += [
+    (ex("TestFlowEcho", "unanswered", with_(ECHO, flows=[])), "flows: none"),
+    (ex("TestFlowEcho", "echo-loop", with_(ECHO, flows=[{"handle": 0, "echo": True, "link-credit": 0}])), "'echo': True"),
+    (ex("TestCreditBeforeAttach", "early-credit-ignored", with_(EARLY, transfers=0)), "0 transfer(s)"),
+    (ex("TestCreditBeforeAttach", "beyond-credit", with_(EARLY, transfers=3)), "3 transfer(s)"),
+    (ex("TestSettledContinuation", "taken-unsettled", with_(CONT, dispositions=[[0, 0, True], [1, 1, True]])), "covering m1: [[0, 0, True]]"),
+    (ex("TestSettledContinuation", "lost", with_(CONT, after=[dl("m2")])), "missing [m1]"),
+    (ex("TestMoreWithAborted", "session-ended", with_(MORE, then="no disposition for m1: end(internal-error)", after=[])), "no disposition for m1"),
+    (ex("TestMoreWithAborted", "aborted-queued", with_(MORE, after=[dl("m-aborted"), dl("m1", 2)])), "unexpected [m-aborted]"),
+    (ex("TestResumeUnknownIgnored", "resumed-queued", with_(RESUME, after=[dl("m-resumed"), dl("m1", 2)])), "unexpected [m-resumed]"),
+    (ex("TestResumeUnknownIgnored", "no-credit", with_(RESUME, ready="no credit: attach, detach")), "no credit"),
+    (ex("TestIncompleteUnsettled", "new-sent", with_(INCOMPLETE, new=["transfer(0, 0, 00, 0)"], after=[dl("m2", 2)])), "1 new"),
+    (ex("TestIncompleteUnsettled", "lost", with_(INCOMPLETE, after=[dl("m1")])), "missing [m2]"),
+    (ex("TestFilterSetValid", "string-key", with_(FILTER, filter=[{**FILTER["filter"][0], "key-type": "str"}])), "'key-type': 'str'"),
+    (ex("TestFilterSetValid", "plain-value", with_(FILTER, filter=[{**FILTER["filter"][0], "value-type": "str"}])), "'value-type': 'str'"),
+]
