@@ -41,6 +41,7 @@ from proton import Delivery as PnDelivery
 from proton.reactor import Container
 
 from adapters.amqp10.admin import QueueAdmin, admin_for
+from adapters.amqp10.plain import plain as _plain
 from conformance.api import (
     AckMode,
     AckScope,
@@ -1024,24 +1025,6 @@ class ProtonSession(Session):
 
 #: Performative descriptor codes (transport 2.7) -> name, for :func:`_performative`.
 _LINK_FRAMES = {0x12: "attach", 0x13: "flow", 0x14: "transfer", 0x15: "disposition", 0x16: "detach"}
-
-
-def _plain(value: Any) -> Any:
-    """A decoded AMQP value as JSON-able data: binary as hex, described values by their descriptor."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).hex()
-    if isinstance(value, bool) or value is None or isinstance(value, (int, float, str)):
-        return value if not isinstance(value, int) or isinstance(value, bool) else int(value)
-    if hasattr(value, "descriptor") and hasattr(value, "value"):
-        d = value.descriptor
-        return {"descriptor": int(d) if isinstance(d, int) else str(d), "value": _plain(value.value)}
-    if hasattr(value, "elements"):
-        return [_plain(e) for e in value.elements]
-    if isinstance(value, dict):
-        return [[_plain(k), _plain(v)] for k, v in value.items()]
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return str(value)
 
 
 def _node_properties(terminus: Any) -> Any:

@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from proton import Data, Described, symbol, ubyte, uint, ulong
 
-from adapters.amqp10.proton_adapter import _plain
+from adapters.amqp10.plain import plain as _plain
 from conformance.errors import AdapterError, ConnectionLost, Unsupported
 
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"

@@ -27,9 +27,9 @@ class DeliveryTagRepeated(Mutator):
         if sender is not S or f.name != "transfer":
             return None
         _, fields, _ = split(f.raw)
-        if len(fields) <= DELIVERY_TAG or fields[DELIVERY_TAG] is None or bytes(fields[DELIVERY_TAG]) == self.TAG:
+        if len(fields) <= DELIVERY_TAG or fields[DELIVERY_TAG] is None:
             return None
-        self.applied(f"transfer delivery-id {fields[1]}: delivery-tag {bytes(fields[DELIVERY_TAG]).hex()} -> {self.TAG.hex()}")
+        self.applied(f"transfer delivery-id {fields[1]}: delivery-tag -> {self.TAG.hex()}")
         fields[DELIVERY_TAG] = self.TAG
         return [rebuild(f, TRANSFER, fields)]
 
@@ -115,7 +115,7 @@ class ContinuationTagChanged(Mutator):
             self.under_way.discard(link)
         if not continuing:
             return None
-        self.applied(f"continuation transfer on handle {fields[0]}: delivery-tag {None if fields[DELIVERY_TAG] is None else bytes(fields[DELIVERY_TAG]).hex()} -> {self.TAG.hex()}")
+        self.applied(f"continuation transfer on handle {fields[0]}: delivery-tag -> {self.TAG.hex()}")
         fields[DELIVERY_TAG] = self.TAG
         return [rebuild(f, TRANSFER, fields)]
 
