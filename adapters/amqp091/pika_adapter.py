@@ -528,9 +528,9 @@ class PikaAdapter(Adapter):
     #: What AMQP 0-9-1 can express (conformance/catalogue/data/capabilities.yaml): the requirements that apply.
     capabilities = frozenset({
         "get.empty-reply", "consume.exclusive", "consume.many-per-session", "consume.tags", "queue.exclusive", "prefetch.size", "publish.priority", "publish.pipelined",
-        "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "ack.multiple", "ack.tag-errors",
+        "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "ack.multiple", "ack.range", "ack.tag-errors", "delivery-tag.numbered",
         "client-failover", "consumer-cancel.keeps-unacked", "content-frames", "exchanges", "frame-faults", "get",
-        "nack.discard", "nack.multiple", "nack.requeue", "prefetch.broker-window", "prefetch.global", "publish.confirmed",
+        "nack.discard", "nack.multiple", "nack.requeue", "prefetch.broker-window", "prefetch.count", "prefetch.global", "publish.confirmed",
         "queue.arguments", "queue.durability", "recover", "reject.discard", "reject.requeue", "session-close", "tx", "tx.ack",
         "tx.select-semantics",
     })

@@ -1243,6 +1243,9 @@ class ProtonAdapter(Adapter):
     capabilities = frozenset({
         "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "browse", "drain", "frame-faults", "get",
         "link-settlement", "nack.discard", "nack.requeue", "publish.confirmed", "reject.discard", "session-close", "tx", "tx.ack",
+        # ack/nack(multiple=True) settles each delivery up to the tag in one flush, which proton-c puts on the
+        # wire as one disposition first..last (transport 2.7.6); prefetch is link credit renewed per settlement.
+        "ack.range", "prefetch.count",
     })
 
     def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:

@@ -49,7 +49,7 @@ def test_catalogue_through_the_proton_adapter(rabbit: RabbitMQLocalNode, tmp_pat
             ran_10.add(r["requirement"])
     # The shared requirements really ran over AMQP 1.0, not only the link area.
     assert {"ACK-REDELIVER-ON-CONNECTION-LOSS", "ACK-ACKED-NEVER-REDELIVERED", "NACK-SINGLE-REQUEUE", "NACK-DISCARD",
-            "ACK-CLIENT-CUMULATIVE", "LINK-RELIABLE-REDELIVERED", "LINK-UNRELIABLE-GONE-AT-FETCH", "LINK-ACK-SYNC"} <= ran_10
+            "ACK-CLIENT-CUMULATIVE", "ACK-MULTIPLE-UP-TO-TAG", "PREFETCH-LIMIT", "LINK-UNRELIABLE-GONE-AT-FETCH", "LINK-ACK-SYNC"} <= ran_10
     got = {(r["requirement"], r["queue_type"]): r for r in recs if r["variant"] is None}
     # What 3.10.8's plugin does differently is reported as documented deviations with their citation.
     for qt in ("classic", "quorum"):

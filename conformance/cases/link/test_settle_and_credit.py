@@ -65,35 +65,6 @@ class TestSettleModes(Case):
         )
 
 
-class TestCreditRespected(Case):
-    requirement = "LINK-CREDIT-RESPECTED"
-    CREDIT, QUEUED = 2, 5
-
-    def scenario(self, ctx: CaseContext) -> Obs:
-        q = ctx.queue()
-        published = ctx.publish(q, self.QUEUED)
-        session = ctx.session("receiver")
-        receiver = session.receiver(q, credit=self.CREDIT)
-        receiver.received(self.CREDIT, WAIT_S)
-        got = list(receiver.buffer)
-        receiver.buffer.clear()
-        for d in got:
-            session.ack(d.tag)
-        detach = receiver.detach(PROMPT_S)
-        got += list(receiver.buffer)  # sent before the detach answer: beyond the credit too
-        return {"published": published, "credit": self.CREDIT, "got": [delivery_obs(d) for d in got], "detach": detach,
-                "after": [delivery_obs(d) for d in ctx.drain(q)]}
-
-    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        n, credit = len(obs["got"]), obs["credit"]
-        return first_failure(
-            holds(n <= credit, expected=f"at most {credit} transfers for {credit} credit",
-                  observed=f"{n} transfers for {credit} credit", key=None if n <= credit else "transfers-beyond-credit"),
-            holds(n == credit, expected=f"{credit} transfers for {credit} credit with {len(obs['published'])} queued",
-                  observed=f"{n} transfers", key=None if n == credit else "credit-unused"),
-            returned_exactly(obs["got"] + obs["after"], obs["published"], what="the link's and a later receiver's together"),
-        )
-
 
 class TestDetachReleases(Case):
     requirement = "LINK-DETACH-RELEASES"

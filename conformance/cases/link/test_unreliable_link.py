@@ -1,4 +1,5 @@
-"""Reliable vs. unreliable links (the Qpid seeds' programs): what an acquirer leaves behind.
+"""Reliable vs. unreliable links (the Qpid seeds' programs): what an acquirer leaves behind. (A
+reliable link's redelivery after its acquirer disconnects is ACK-REDELIVER-ON-CONNECTION-LOSS's.)
 
 AMQP 1.0 runs them over links with snd-settle-mode unsettled (reliable) or settled (unreliable);
 AMQP 0-9-1 over a manual-ack or no-ack consumer.
@@ -13,39 +14,8 @@ from conformance.catalogue.profiles import Profile
 from conformance.errors import ChannelClosed, SettlementRefused
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import returned_exactly
-from conformance.kit.redelivery import describe, expectation, is_amqp10, marks, signal_of, wrong_on_first, wrong_on_redelivery
 from conformance.kit.verdicts import Outcome, Verdict, first_failure, fmt, holds
 from conformance.unsupported import CANNOT_EXPRESS
-
-
-class TestReliableLinkRedelivered(Case):
-    requirement = "LINK-RELIABLE-REDELIVERED"
-
-    def scenario(self, ctx: CaseContext) -> Obs:
-        q = ctx.queue()
-        published = ctx.publish(q, 1)
-        conn = ctx.connect("acquirer1")
-        first = conn.session().consume(q, ack_mode=AckMode.MANUAL, prefetch=1).next(WAIT_S)
-        conn.cut()
-        ctx.await_consumers(q, 0)
-        return {"published": published, "first": [delivery_obs(first)], "second": [delivery_obs(d) for d in ctx.drain(q)]}
-
-    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        signal = signal_of(profile, queue_type)
-        amqp10 = any(is_amqp10(d) for d in obs["first"] + obs["second"])
-        wrong_first = [w for w in (wrong_on_first(d, signal) for d in obs["first"]) if w is not None]
-        unmarked = [w for w in (wrong_on_redelivery(d, signal) for d in obs["second"]) if w is not None]
-        return first_failure(
-            returned_exactly(obs["first"], obs["published"], what="the first acquirer's delivery"),
-            holds(not wrong_first, expected=f"first delivery not marked redelivered ({expectation(True, signal, amqp10)})",
-                  observed=("first delivery already marked: " + describe(wrong_first)) if wrong_first else
-                  "first delivery " + ", ".join(marks(d) for d in obs["first"]),
-                  key="first-marked" if wrong_first else None, spec=all(w.spec for w in wrong_first)),
-            returned_exactly(obs["second"], obs["published"], what="after the first acquirer disconnected without accepting"),
-            holds(not unmarked, expected=f"the second acquirer's delivery marked redelivered ({expectation(False, signal, amqp10)})",
-                  observed=("not marked: " + describe(unmarked)) if unmarked else "marked: " + ", ".join(marks(d) for d in obs["second"]),
-                  key="redelivery-unmarked" if unmarked else None, spec=all(w.spec for w in unmarked)),
-        )
 
 
 class TestUnreliableLinkGoneAtFetch(Case):
