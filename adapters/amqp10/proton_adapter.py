@@ -149,6 +149,14 @@ class _Loop(Handler):
         if self.lost is None:
             self.container.timeout = 0
             self.container.process()
+            # One pass may leave the frames it generated unwritten (a link's first flow after its
+            # attach, seen with 32 octets pending): a broker must have them before the client
+            # waits elsewhere, e.g. on another connection's count of what was dispatched.
+            transport = self.conn.transport if self.conn is not None else None
+            for _ in range(3):
+                if self.lost is not None or transport is None or transport.pending() <= 0:
+                    break
+                self.container.process()
 
     # -- proton events --------------------------------------------------------------------------
 
