@@ -264,6 +264,40 @@ class AcceptsDropped(Mutator):
         return []
 
 
+def receiver_disposition(sender: Sender, f: Frame) -> list[Any] | None:
+    """The fields of a disposition a receiving client sends (role receiver), else None."""
+    if sender is not C or f.name != "disposition":
+        return None
+    _, fields, _ = split(f.raw)
+    if len(fields) < 2 or not fields[0] or fields[1] is None:
+        return None
+    return fields + [None] * (6 - len(fields))
+
+
+@operator("disposition-range-narrowed", P, "sends a receiver's disposition of delivery-ids first..last as one of first alone: the broker settles the first delivery of the range, the others stay unsettled")
+class DispositionRangeNarrowed(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        fields = receiver_disposition(sender, f)
+        if fields is None or fields[2] is None or int(fields[2]) <= int(fields[1]):
+            return None
+        self.applied(f"disposition {fields[1]}..{fields[2]} sent as {fields[1]} alone")
+        fields[2] = None
+        return [rebuild(f, DISPOSITION, fields)]
+
+
+@operator("disposition-range-widened", P, "sends a receiver's disposition of one delivery-id as a range from delivery-id 0 up to it: settling one delivery settles every earlier one of the session too")
+class DispositionRangeWidened(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        from proton import uint
+
+        fields = receiver_disposition(sender, f)
+        if fields is None or int(fields[1]) == 0 or (fields[2] is not None and int(fields[2]) != int(fields[1])):
+            return None
+        self.applied(f"disposition {fields[1]} sent as 0..{fields[1]}")
+        fields[1], fields[2] = uint(0), uint(int(fields[1]))
+        return [rebuild(f, DISPOSITION, fields)]
+
+
 class OutcomeSwap(Mutator):
     """Sends one terminal outcome of a receiver's disposition as another."""
 

@@ -75,7 +75,7 @@ def test_the_catalogue_runs_over_stomp_with_verdicts(runs: dict, target: str, pr
         assert cells and all(r["verdict"] == "pass" for r in cells), (rid, [(r["verdict"], r["observed"]) for r in cells])
     # What STOMP cannot express is unsupported with the capability named, never a pass.
     multiple = got[("ACK-MULTIPLE-UP-TO-TAG", "classic", None)]
-    assert multiple["verdict"] == "unsupported" and "ack.multiple" in multiple["reason"] and "stomp" in multiple["reason"]
+    assert multiple["verdict"] == "unsupported" and "ack.range" in multiple["reason"] and "stomp" in multiple["reason"]
 
 
 def test_nack_is_the_brokers_choice_and_the_profile_documents_it(runs: dict) -> None:

@@ -34,7 +34,7 @@ def test_a_new_protocol_gets_what_it_can_express_without_a_catalogue_edit() -> N
     assert "ACK-ACKED-NEVER-REDELIVERED" in applies and "ACK-REDELIVER-ON-CONNECTION-LOSS" in applies
     assert "ACK-MULTIPLE-UP-TO-TAG" not in applies
     why = applicability(catalogue()["ACK-MULTIPLE-UP-TO-TAG"], new, SimpleNamespace(id="p", lacks={}))
-    assert why is not None and "ack.multiple" in why and "inhouse-1" in why
+    assert why is not None and "ack.range" in why and "inhouse-1" in why
 
 
 def test_a_profile_lacking_a_capability_makes_the_requirement_unsupported_with_its_citation() -> None:

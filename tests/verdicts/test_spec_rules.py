@@ -107,7 +107,7 @@ SPEC_VIOLATION_TABLE: list[tuple[Example, str]] = [
     (Example("TestOrderPreserved", "persistent-last",
              with_(G["TestOrderPreserved"], delivered=first("m1", "m3", "m5", "m7", "m2", "m4", "m6", "m8"))), "'m7', 'm2'"),
     (Example("TestOrderPreserved", "first-delivery-marked-redelivered",
-             with_(G["TestOrderPreserved"], delivered=[*first(*[f"m{i}" for i in range(1, 8)]), d("m8", 8, redelivered=True)])), "redelivered set on ['m8']"),
+             with_(G["TestOrderPreserved"], delivered=[*first(*[f"m{i}" for i in range(1, 8)]), d("m8", 8, redelivered=True)])), "wrong flag on m8(redelivered=true)"),
 ]
 SPEC_VIOLATIONS = [e for e, _ in SPEC_VIOLATION_TABLE]
 
