@@ -528,6 +528,7 @@ class PikaAdapter(Adapter):
     #: What AMQP 0-9-1 can express (conformance/catalogue/data/capabilities.yaml): the requirements that apply.
     capabilities = frozenset({
         "get.empty-reply", "consume.exclusive", "consume.many-per-session", "consume.tags", "queue.exclusive", "prefetch.size", "publish.priority", "publish.pipelined",
+        "frames.split-message", "publish.priority-levels",
         "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "ack.multiple", "ack.range", "ack.tag-errors", "delivery-tag.numbered",
         "client-failover", "consumer-cancel.keeps-unacked", "content-frames", "exchanges", "frame-faults", "get",
         "nack.discard", "nack.multiple", "nack.requeue", "prefetch.broker-window", "prefetch.count", "prefetch.global", "publish.confirmed",

@@ -1254,6 +1254,7 @@ class ProtonAdapter(Adapter):
         # ack/nack(multiple=True) settles each delivery up to the tag in one flush, which proton-c puts on the
         # wire as one disposition first..last (transport 2.7.6); prefetch is link credit renewed per settlement.
         "ack.range", "prefetch.count",
+        "frames.split-message", "publish.priority",  # a transfer split with more=true; header priority
     })
 
     def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:

@@ -53,3 +53,18 @@ def test_transient_overtakes_durable_swaps_messages_not_delivery_ids() -> None:
     _, to_client, _, m = run("transient-overtakes-durable", [(S, durable), (S, transient), (S, alone)])
     assert [fields10(r)[1] for r in to_client] == [0, 1, 2]
     assert [body(r) for r in to_client] == [b"m2", b"m1", b"m3"] and m.rewritten == 1
+
+
+def test_split_transfer_altered_flips_only_the_first_frame_of_a_split_message() -> None:
+    from proton import Data
+
+    def frame_of(delivery_id: int | None, more: bool, data: bytes) -> Frame:
+        d = Data()
+        d.put_object(Described(ulong(TRANSFER), [uint(0), None if delivery_id is None else uint(delivery_id), b"t", uint(0), False, more]))
+        body = d.encode() + data
+        return Amqp10Codec().feed(struct.pack(">IBBH", 8 + len(body), 2, 0, 0) + body)[0]
+
+    first, rest, whole = frame_of(4, True, b"abc"), frame_of(None, False, b"def"), frame_of(5, False, b"ghi")
+    _, to_client, _, m = run("split-transfer-altered", [(S, first), (S, rest), (S, whole)])
+    assert to_client[0][:-1] == first.raw[:-1] and to_client[0][-1] == ord("c") ^ 0xFF
+    assert to_client[1:] == [rest.raw, whole.raw] and m.rewritten == 1

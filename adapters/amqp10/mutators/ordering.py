@@ -69,3 +69,16 @@ class TransientOvertakesDurable(Mutator):
         performative = f.raw[len(head) : len(f.raw) - len(payload)]
         self.applied(f"transient delivery-id {fields[1]}'s message forwarded before durable delivery-id {h_fields[1]}'s on channel {f.channel}")
         return [frame(h_head, h_performative + payload), frame(head, performative + h_payload)]
+
+
+@operator("split-transfer-altered", P, "flips the last octet of the first frame of every message the broker sends split over several transfer frames (more=true): the reassembled body is not the one published")
+class SplitTransferAltered(Mutator):
+    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
+        if sender is not S or f.name != "transfer":
+            return None
+        _, fields, payload = split(f.raw)
+        # the first frame of a split message names its delivery-id; the ones continuing it need not
+        if not (len(fields) > MORE and fields[MORE]) or fields[1] is None or not payload:
+            return None
+        self.applied(f"transfer delivery-id {fields[1]} (more=true): last of {len(payload)} payload octets flipped")
+        return [f.raw[:-1] + bytes([f.raw[-1] ^ 0xFF])]
