@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 
 from conformance.catalogue.profiles import Profile
-from conformance.errors import AdapterError, ConnectionLost, OperationTimeout
+from conformance.errors import AdapterError, ConnectionLost, OperationTimeout, Unsupported
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.context.state import DELIVERY_WINDOW_S
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
@@ -46,6 +46,8 @@ def publish_edge(ctx: CaseContext, body: bytes, mid: str, *, copies: int = 1) ->
     try:
         producer.publish(queues[0], body, message_id=mid, exchange=exchange)
         confirm = "basic.ack"
+    except Unsupported:  # the protocol cannot publish so (AMQP 1.0 has no exchange to route by): no observation
+        raise
     except (ConnectionLost, OperationTimeout) as exc:  # the confirm (0-9-1 basic.ack, 1.0 outcome) never came
         confirm = str(exc)
     except AdapterError as exc:  # basic.nack, or returned unroutable
