@@ -41,7 +41,9 @@ def test_catalogue_through_the_proton_adapter(rabbit: RabbitMQLocalNode, tmp_pat
                 r["unsupported_kind"] == "refused") or (
                 documented is not None and r["reason"] == documented.reason) or (
                 r["requirement"] in disruptive and "cannot be restarted" in r["reason"]) or (
-                r["requirement"] == "LINK-UNRELIABLE-NO-SETTLE" and "not tested" in r["reason"]), r
+                r["requirement"] == "LINK-UNRELIABLE-NO-SETTLE" and "not tested" in r["reason"]) or (
+                # the variant routes by a fanout exchange, which an AMQP 1.0 sender cannot address
+                r["variant"] == "fanout-two-queues" and "exchanges" in r["reason"] and r["unsupported_kind"] == "cannot-express"), r
         else:
             assert applies, r
             # a profile's known bug (open upstream) stays a fail, with its reference; no other fail
