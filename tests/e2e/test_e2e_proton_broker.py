@@ -69,7 +69,9 @@ def test_a_declare_answered_with_accepted_fails_every_transaction_case_naming_th
     gives a declare two answers only (declared, or rejected with a transaction-error)."""
     _, recs, _ = run
     reqs = catalogue()
-    tx = [r for r in recs if r["requirement"].startswith("TX-") and "amqp-1.0" in reqs[r["requirement"]].protocols]
+    # (a case of a broker fault this target cannot take, TX-COMMIT-DURABLE's kill -9, is no-fault before it runs)
+    tx = [r for r in recs if r["requirement"].startswith("TX-") and "amqp-1.0" in reqs[r["requirement"]].protocols
+          and r["unsupported_kind"] != "no-fault"]
     assert tx and all(r["verdict"] == "fail" for r in tx), [(r["case_id"], r["verdict"], r["reason"]) for r in tx]
     for r in tx:
         assert "amqp-1.0 4.3 declare error" in r["reason"] and "MUST" in r["citation"], r
