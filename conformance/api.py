@@ -352,6 +352,14 @@ class Adapter(abc.ABC):
     def library_version(self) -> str:
         return "unknown"
 
+    def server_capabilities(self, server: ServerInfo) -> frozenset[str] | None:
+        """What this adapter can express against ``server`` (the run's probe), when that depends on the
+        server: e.g. an AMQP 1.0 adapter whose queue administration goes through a backend chosen by
+        the server adds what that backend can declare to its protocol's ``capabilities``. Default:
+        the declared ``capabilities`` (None for an adapter that declares none)."""
+        caps = getattr(self, "capabilities", None)
+        return None if caps is None else frozenset(caps)
+
 
 def adapters() -> dict[str, type[Adapter]]:
     from conformance.plugins import load_group

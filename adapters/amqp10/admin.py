@@ -10,6 +10,9 @@ Backends:
 
 * ``amqp091``: RabbitMQ serves AMQP 0-9-1 on the same port (the protocol header picks), so queues
   of every type are declared, counted and deleted over a side 0-9-1 session.
+* ``qmf``: the Qpid C++ broker (qpidd) is managed by QMF v2 map messages over AMQP 1.0 itself
+  (:mod:`adapters.amqp10.qmf`): queues with qpidd's own options where they mean what the neutral
+  arguments mean, exchanges, bindings, and counts from its queue statistics.
 * ``amqp-1.0``: the broker creates nodes on attach (Artemis auto-create, Broker-J node auto-creation
   policies, the Qpid Proton example broker). A plain queue "exists" by being addressed; typed
   queues are unsupported. Counting comes from the protocol itself (:class:`ProtocolCounter`): ready
@@ -23,6 +26,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
+from adapters.amqp10.qmf import QmfAdmin
 from conformance.api import Adapter, QueueSpec, QueueStats
 from conformance.errors import ChannelClosed, OperationTimeout, TargetCannot, Unsupported
 
@@ -36,6 +40,9 @@ class QueueAdmin(Protocol):
     name: str
     #: The backend reads queue counters (ready, consumers).
     counts: bool
+    #: What the backend lets the adapter express besides the protocol's own capabilities
+    #: (conformance/catalogue/data/capabilities.yaml): typed queues with arguments, exchanges, ...
+    capabilities: frozenset[str]
 
     def declare_queue(self, spec: QueueSpec) -> str: ...
     def delete_queue(self, name: str) -> None: ...
@@ -52,6 +59,7 @@ class Amqp091Admin:
 
     name = "amqp091"
     counts = True
+    capabilities = frozenset({"queue.arguments", "exchanges", "queue.durability"})
 
     def __init__(self, url: str, *, op_timeout: float | None) -> None:
         self._url = url
@@ -122,6 +130,7 @@ class ProtocolCounter:
 
     name = "amqp-1.0"
     counts = False
+    capabilities: frozenset[str] = frozenset()  # plain queues only: a node exists by being addressed
 
     def __init__(self, product: str, url: str, *, op_timeout: float | None, adapter: type[Adapter]) -> None:
         self._product = product
@@ -211,8 +220,20 @@ class ProtocolCounter:
         return None
 
 
+#: The backend for each server, by the product its AMQP 1.0 open announces; any other server gets
+#: the protocol counter.
+BACKENDS: dict[str, type[Amqp091Admin] | type[QmfAdmin]] = {"rabbitmq": Amqp091Admin, "qpid-cpp": QmfAdmin}
+
+
+def backend_capabilities(product: str) -> frozenset[str]:
+    """What the admin backend for ``product`` adds to the AMQP 1.0 adapter's capabilities."""
+    backend = BACKENDS.get(product.lower())
+    return backend.capabilities if backend is not None else ProtocolCounter.capabilities
+
+
 def admin_for(product: str, url: str, *, op_timeout: float | None, adapter: type[Adapter]) -> QueueAdmin:
     """The backend for the server the AMQP 1.0 ``adapter`` connected to."""
-    if product.lower() == "rabbitmq":
-        return Amqp091Admin(url, op_timeout=op_timeout)
+    backend = BACKENDS.get(product.lower())
+    if backend is not None:
+        return backend(url, op_timeout=op_timeout)
     return ProtocolCounter(product, url, op_timeout=op_timeout, adapter=adapter)

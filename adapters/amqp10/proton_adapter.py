@@ -40,7 +40,7 @@ from proton import SSL, Condition, Data, Described, Endpoint, Handler, Link, Mes
 from proton import Delivery as PnDelivery
 from proton.reactor import Container
 
-from adapters.amqp10.admin import QueueAdmin, admin_for
+from adapters.amqp10.admin import QueueAdmin, admin_for, backend_capabilities
 from adapters.amqp10.plain import plain as _plain
 from conformance.api import (
     AckMode,
@@ -1256,6 +1256,12 @@ class ProtonAdapter(Adapter):
         "ack.range", "prefetch.count",
         "frames.split-message", "publish.priority",  # a transfer split with more=true; header priority
     })
+
+    def server_capabilities(self, server: ServerInfo) -> frozenset[str]:
+        """The protocol's capabilities plus what the queue admin backend for ``server`` declares
+        (adapters.amqp10.admin: RabbitMQ's 0-9-1 side session and qpidd's QMF add typed queues with
+        arguments, exchanges and durability; a broker with no backend adds nothing)."""
+        return self.capabilities | backend_capabilities(server.product)
 
     def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:
         return ProtonConnection(url, timeout=timeout, name=name, op_timeout=op_timeout or OP_TIMEOUT_S)

@@ -54,6 +54,17 @@ def adapter_capabilities(adapter: Any) -> frozenset[str] | None:
     return check_names(caps, f"adapter {getattr(adapter, 'name', type(adapter).__name__)!r}")
 
 
+def server_capabilities(adapter: Any, server: Any) -> frozenset[str] | None:
+    """What the adapter offers against the run's server (``Adapter.server_capabilities``: its
+    protocol's capabilities plus what depends on the server, such as an admin backend's), validated;
+    None for an adapter that declares none."""
+    ask = getattr(adapter, "server_capabilities", None)
+    caps = ask(server) if callable(ask) else getattr(adapter, "capabilities", None)
+    if caps is None:
+        return None
+    return check_names(caps, f"adapter {getattr(adapter, 'name', type(adapter).__name__)!r} on {getattr(server, 'product', 'its server')}")
+
+
 def missing(needs: Iterable[str], offered: frozenset[str], lacked: Iterable[str] = ()) -> tuple[list[str], list[str]]:
     """(needed but not offered by the adapter, needed but lacked by the broker)."""
     needs = list(needs)
@@ -61,9 +72,10 @@ def missing(needs: Iterable[str], offered: frozenset[str], lacked: Iterable[str]
     return [n for n in needs if n not in offered], [n for n in needs if n in offered and n in lacked_set]
 
 
-def applicability(req: Any, adapter: Any, profile: Any) -> str | None:
+def applicability(req: Any, adapter: Any, profile: Any, offered: frozenset[str] | None = None) -> str | None:
     """Why ``req`` does not apply to this adapter and broker (a reason for an ``unsupported``
-    record), or None when it applies.
+    record), or None when it applies. ``offered``: what the adapter offers against the run's server
+    (:func:`server_capabilities`, the run keeps it); None: the adapter's declared capabilities.
 
     An adapter that declares no capabilities (written before they existed) keeps the old rule: the
     requirement's protocol list. A requirement of a pack whose cases speak a protocol's frames
@@ -72,7 +84,8 @@ def applicability(req: Any, adapter: Any, profile: Any) -> str | None:
     if wire and adapter.protocol not in wire:
         return (f"requirement does not apply to {adapter.protocol}: its cases (pack {req.pack}) speak "
                 f"{', '.join(wire)} on the wire")
-    offered = adapter_capabilities(adapter)
+    if offered is None:
+        offered = adapter_capabilities(adapter)
     if offered is None:
         if req.protocols and adapter.protocol not in req.protocols:
             return f"requirement does not apply to {adapter.protocol}"

@@ -46,7 +46,9 @@ def configurable(state: object) -> bool:
     the catalogue): every cell."""
     if state is None:
         return True
-    offered = adapter_capabilities(state.adapter)  # type: ignore[attr-defined]
+    offered = getattr(state, "capabilities", None)  # what the adapter offers against the run's server
+    if offered is None:
+        offered = adapter_capabilities(state.adapter)  # type: ignore[attr-defined]
     if offered is None:
         return True
     not_offered, lacked = missing(("queue.arguments",), offered, getattr(state.profile, "lacks", {}) or {})  # type: ignore[attr-defined]

@@ -318,7 +318,7 @@ def _broker_lock(state: RunState, *, exclusive: bool, history: History, waited: 
 def _not_applicable(req: Requirement, state: RunState, queue_type: str | None, faults: tuple[FaultKind, ...]) -> Verdict | None:
     # applicability by capability (conformance.catalogue.capabilities): one the adapter's protocol or the
     # broker's dialect has no way to express
-    why = applicability(req, state.adapter, state.profile)
+    why = applicability(req, state.adapter, state.profile, state.capabilities)
     if why:
         return Verdict(Outcome.UNSUPPORTED, req.text, "not run", reason=why, unsupported_kind=CANNOT_EXPRESS)
     if queue_type is not None and base_of(queue_type) not in state.profile.queue_types:

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 import conformance
 from conformance.api import Adapter, adapter_for
 from conformance.catalogue import packs
+from conformance.catalogue.capabilities import server_capabilities
 from conformance.catalogue.packs import Pack
 from conformance.catalogue.profiles import profile_data, select_profile
 from conformance.catalogue.requirements import catalogue_digest
@@ -91,6 +92,7 @@ def start(values: Mapping[str, Any], worker: Mapping[str, Any] | None = None) ->
         loaded = check(values, packs.adapter_entry_name(type(adapter)))  # the packs its package ships too
         server = _probe_server(adapter, url)
         profile = select_profile(server.product, server.version, adapter.protocol, values.get("profile"))
+        offered = server_capabilities(adapter, server)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the user gets one line, the node is stopped
         _give_up(scrub(one_line(exc)), out, worker, target, mutation_proxy, bool(values.get("attach_target")))
     state = RunState(
@@ -106,6 +108,7 @@ def start(values: Mapping[str, Any], worker: Mapping[str, Any] | None = None) ->
         attached=bool(values.get("attach_target")),
         mutation=values.get("mutation"),
         target_name=(worker or {}).get("conformance_target_name") or None,
+        capabilities=offered,
     )
     # --- preflight: the controller runs it once; workers get its records --------------------------
     if worker is not None:

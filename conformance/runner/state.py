@@ -45,6 +45,10 @@ class RunState:
     #: The launched target's name ("proton-example"), in workers too, which may hold no handle to
     #: it (a target the suite cannot restart has none): records name the target, never its URL.
     target_name: str | None = None
+    #: What the adapter offers against the probed server (conformance.catalogue.capabilities
+    #: server_capabilities): its protocol's capabilities plus what depends on the server; None for
+    #: an adapter that declares none.
+    capabilities: frozenset[str] | None = None
 
     @property
     def target_label(self) -> str:
