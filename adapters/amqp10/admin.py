@@ -78,6 +78,11 @@ class Amqp091Admin:
         return self._session
 
     def declare_queue(self, spec: QueueSpec) -> str:
+        if spec.exclusive:
+            # 0-9-1 makes a queue exclusive to the connection that declares it: here the side session's,
+            # never the AMQP 1.0 connection the case works on
+            raise TargetCannot("an exclusive queue would belong to the admin's AMQP 0-9-1 side connection, not to the AMQP 1.0 "
+                               "connection the case uses (AMQP 1.0 has no queue.declare to make it exclusive with)", kind="cannot-express")
         return str(self._s().declare_queue(spec))
 
     def delete_queue(self, name: str) -> None:

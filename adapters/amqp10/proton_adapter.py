@@ -86,6 +86,9 @@ CONDITION_CODES = {
     "amqp:session:errant-link": 505,
 }
 
+#: Header value types python-qpid-proton's encoder does not take (AMQP 0-9-1 field-table decimals).
+UNENCODED_TYPES = ("Decimal",)
+
 OUTCOMES = {"accepted": PnDelivery.ACCEPTED, "released": PnDelivery.RELEASED, "rejected": PnDelivery.REJECTED, "modified": PnDelivery.MODIFIED}
 STATE_NAMES = {v: k for k, v in OUTCOMES.items()}
 #: AMQP 1.0 transactions 4.5.5: the declared outcome (descriptor 0x33).
@@ -518,6 +521,10 @@ class ProtonSession(Session):
         if priority is not None:
             msg.priority = priority
         if headers:
+            untyped = sorted(k for k, v in headers.items() if type(v).__name__ in UNENCODED_TYPES)
+            if untyped:  # python-qpid-proton has no encoding for them (decimal128 takes raw bytes, not a Decimal)
+                raise Unsupported(f"headers {untyped} are of a type this AMQP 1.0 client cannot encode "
+                                  f"({', '.join(sorted({type(headers[k]).__name__ for k in untyped}))})")
             msg.properties = dict(headers)
         if expiration_ms is not None:
             msg.ttl = expiration_ms / 1000.0
@@ -609,7 +616,9 @@ class ProtonSession(Session):
         return "link or session ended: " + _condition_error(s.error or self._error, "").text.lstrip(": ")
 
     def consume(self, queue: str, *, ack_mode: AckMode = AckMode.MANUAL, prefetch: int | None = None, browse: bool = False,
-                exclusive: bool = False, tag: str | None = None) -> Consumer:
+                exclusive: bool = False, tag: str | None = None, arguments: dict[str, Any] | None = None) -> Consumer:
+        if arguments:
+            raise Unsupported(f"AMQP 1.0 has no consumer arguments ({', '.join(arguments)}: basic.consume arguments are AMQP 0-9-1)")
         if exclusive:
             raise Unsupported("AMQP 1.0 has no exclusive consumer (basic.consume exclusive is AMQP 0-9-1)")
         if tag is not None:
@@ -837,6 +846,9 @@ class ProtonSession(Session):
             g.link.drain(1)
             self._loop.wait(lambda: bool(g.buffer) or g.link.credit == 0 or g.remote_closed, f"a drained get from {queue}", timeout)
         else:
+            # the count comes over another connection: first a round trip on this session, so the
+            # broker has applied its earlier settlements (a release just sent) before it counts
+            self.sync_on(queue)
             if self.queue_stats(queue).ready == 0:
                 return None
             g.link.flow(1)
