@@ -86,6 +86,8 @@ CONDITION_CODES = {
     "amqp:session:errant-link": 505,
 }
 
+#: How long get() waits for a message its own session released when the count says none is ready.
+RELEASED_WINDOW_S = 1.0
 #: Header value types python-qpid-proton's encoder does not take (AMQP 0-9-1 field-table decimals).
 UNENCODED_TYPES = ("Decimal",)
 
@@ -424,6 +426,8 @@ class ProtonSession(Session):
         self._txn: Any = None
         self._coordinator: _Sender | None = None
         self._last_address: str | None = None
+        #: A delivery of this session was released (or modified) since get() last counted (see get()).
+        self._released_since_count = False
 
     # -- plumbing --------------------------------------------------------------------------------
 
@@ -849,11 +853,17 @@ class ProtonSession(Session):
             # the count comes over another connection: first a round trip on this session, so the
             # broker has applied its earlier settlements (a release just sent) before it counts
             self.sync_on(queue)
-            if self.queue_stats(queue).ready == 0:
+            released, self._released_since_count = self._released_since_count, False
+            ready = self.queue_stats(queue).ready
+            if ready == 0 and not released:
                 return None
+            # None ready right after this session released something: a broker may apply the release
+            # to the queue after the round trip (RabbitMQ's quorum queues return through their log),
+            # so the count cannot prove it gone; a credit and a short explicit window can
             g.link.flow(1)
             try:
-                self._loop.wait(lambda: bool(g.buffer) or g.remote_closed, f"a get from {queue}", timeout)
+                self._loop.wait(lambda: bool(g.buffer) or g.remote_closed, f"a get from {queue}",
+                                timeout if ready else min(timeout, RELEASED_WINDOW_S))
             except OperationTimeout:
                 g.close()  # never leave credit behind that would acquire a later message
                 self._getters.pop(key, None)
@@ -889,6 +899,8 @@ class ProtonSession(Session):
             d.update(state)
         d.settle()
         consumer.settled_one()
+        if state in (PnDelivery.RELEASED, PnDelivery.MODIFIED):
+            self._released_since_count = True
 
     def _tags_upto(self, tag: int, multiple: bool) -> list[int]:
         if not multiple:

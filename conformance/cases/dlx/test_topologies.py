@@ -201,8 +201,11 @@ class TestDeadLetterAfterRequeue(Case):
             session.sync()
         except ChannelClosed as exc:
             error = closed(exc)
-        ctx.wait_for(lambda: ctx.stats(dlq).ready >= 1 or ctx.stats(q).ready > 0,
-                     f"m1 dead-lettered into {dlq} (or back in {q})")
+        try:
+            ctx.wait_for(lambda: ctx.stats(dlq).ready >= 1 or ctx.stats(q).ready > 0,
+                         f"m1 dead-lettered into {dlq} (or back in {q})")
+        except OperationTimeout:
+            pass  # a rejection accepted and not applied: an observation (the drain below finds no copy), in the history
         return {"source": q, "redelivered": redelivered, "error": error, "dead": [dead_obs(d) for d in ctx.drain(dlq)],
                 "left": ctx.stats(q).ready}
 
