@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import os
 import socket
 import struct
 import time
@@ -36,12 +35,13 @@ import uuid
 from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from proton import SSL, Condition, Data, Described, Endpoint, Handler, Link, Message, SSLDomain, Terminus, symbol, ulong
+from proton import Condition, Data, Described, Endpoint, Handler, Link, Message, Terminus, symbol, ulong
 from proton import Delivery as PnDelivery
 from proton.reactor import Container
 
 from adapters.amqp10.admin import QueueAdmin, admin_for, backend_capabilities
 from adapters.amqp10.plain import plain as _plain
+from adapters.amqp10.tls import tls_client as _tls_client
 from conformance.api import (
     AckMode,
     AckScope,
@@ -1236,26 +1236,6 @@ class ProtonConnection(Connection):
     @property
     def is_open(self) -> bool:
         return self._loop.lost is None
-
-
-#: Where Debian keeps the system's trusted CA certificates (ca-certificates), the default trust for amqps.
-SYSTEM_CA_FILE = "/etc/ssl/certs/ca-certificates.crt"
-
-
-def _tls_client(query: dict[str, list[str]]) -> SSLDomain:
-    """TLS for an ``amqps://`` URL: the broker's certificate is verified against the system CAs (or
-    the ``?cafile=`` given) and must name the host, so SASL credentials only ever travel encrypted.
-    A proton built without TLS refuses the URL rather than fall back to a clear-text connection."""
-    if not SSL.present():
-        raise AdapterError("amqps:// needs TLS, but this python-qpid-proton was built without SSL support; "
-                           "install it with OpenSSL headers present, or use amqp://")
-    cafile = (query.get("cafile") or [SYSTEM_CA_FILE])[0]
-    if not os.path.isfile(cafile):
-        raise AdapterError(f"amqps://: no CA file at {cafile} to verify the broker's certificate (give ?cafile=<pem>)")
-    domain = SSLDomain(SSLDomain.MODE_CLIENT)
-    domain.set_trusted_ca_db(cafile)
-    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME, cafile)
-    return domain
 
 
 def _major(version: str) -> int:

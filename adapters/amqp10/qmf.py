@@ -189,13 +189,10 @@ def queue_properties(spec: QueueSpec) -> dict[str, Any]:
             props[entry["property"]] = True
     props[flags["durable"]["property"]] = bool(spec.durable)
     given = dict(spec.arguments)
-    for key in given:
+    for key, value in given.items():
         entry = arguments.get(key)
         if entry is None or "property" not in entry:
-            raise _refuse(f"the queue argument {key}={given[key]!r}", entry)
-        partner = entry.get("only_with")
-        if partner and partner not in given:
-            raise TargetCannot(f"qpidd: {key} means something only with {partner} ({ARGUMENTS_FILE.name})", kind=CANNOT_EXPRESS)
+            raise _refuse(f"the queue argument {key}={value!r}", entry)
     for key, value in given.items():
         entry = arguments[key]
         if "values" in entry:
@@ -249,9 +246,9 @@ class QmfAdmin:
         if parts.scheme == "amqps":
             from urllib.parse import parse_qs
 
-            from adapters.amqp10.proton_adapter import _tls_client  # the adapter's own TLS rules (peer name verified)
+            from adapters.amqp10.tls import tls_client  # the adapter's own TLS rules (peer name verified)
 
-            kwargs["ssl_domain"] = _tls_client(parse_qs(parts.query))
+            kwargs["ssl_domain"] = tls_client(parse_qs(parts.query))
             scheme = "amqps"
         try:
             self._conn = BlockingConnection(f"{scheme}://{parts.hostname}:{parts.port or 5672}", timeout=self._timeout, **kwargs)

@@ -5,8 +5,9 @@ admin backend, and one test against the real qpidd (skipped where ../shared/brok
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from proton import Message

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapters.amqp10.proton_adapter import ProtonAdapter
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
+from conformance.api import ServerInfo
 from conformance.cases import all_cases
+from conformance.catalogue.capabilities import applicability, server_capabilities
 from conformance.catalogue.profiles import select_profile
 from conformance.catalogue.requirements import catalogue
 from conformance.cli import EXIT_OK
@@ -28,8 +31,12 @@ def test_catalogue_through_the_proton_adapter(rabbit: RabbitMQLocalNode, tmp_pat
     reqs = catalogue()
     disruptive = {c.requirement for c in all_cases() if c.disrupts_broker}
     ran_10 = set()
+    # what applies is what the adapter offers against this server: the protocol's capabilities and the
+    # admin backend's (queue arguments, exchanges and durability through the 0-9-1 side session)
+    adapter = ProtonAdapter()
+    offered = server_capabilities(adapter, ServerInfo("RabbitMQ", "3.10.8", "amqp-1.0"))
     for r in recs:
-        applies = "amqp-1.0" in reqs[r["requirement"]].protocols
+        applies = applicability(reqs[r["requirement"]], adapter, PROFILE, offered) is None
         if r["verdict"] == "unsupported":
             documented = PROFILE.unsupported_reason(r["requirement"], r["queue_type"])
             assert r["unsupported_kind"] in ("cannot-express", "refused", "no-fault"), r
@@ -88,7 +95,6 @@ def test_adapter_check_passes_for_pika_and_proton(rabbit: RabbitMQLocalNode) -> 
     """The adapter kit's contract check holds for both AMQP adapters on the same node
     (proton's transactions are 'not offered': the 3.10 plugin refuses the coordinator)."""
     from adapters.amqp091.pika_adapter import PikaAdapter
-    from adapters.amqp10.proton_adapter import ProtonAdapter
     from conformance.cli.adapter_check import check
 
     for adapter in (PikaAdapter(), ProtonAdapter()):
