@@ -161,7 +161,7 @@ def test_a_node_kind_is_fired_and_healed_through_the_cluster_operations() -> Non
 def test_the_runner_makes_a_failover_case_on_one_node_unsupported_before_it_runs(target: Any, url: str, label: str) -> None:
     """The record the scenario's TargetCannot used to write: same kind, same reason, no scenario run."""
     profile = next(p for p in bundled_profiles() if p.id == "rabbitmq-3.10")
-    state = SimpleNamespace(adapter=PikaAdapter(), profile=profile, target=target, url=url, target_label=label)
+    state = SimpleNamespace(adapter=PikaAdapter(), profile=profile, target=target, url=url, target_label=label, capabilities=None)
     req = requirement("FAILOVER-QQ-CONFIRMED-SURVIVES")
     cls = next(c for c in all_cases() if c.requirement == req.id)
     v = _not_applicable(req, state, "quorum", cls().fault_kinds("leader"))  # type: ignore[arg-type]
