@@ -53,9 +53,9 @@ TX_NAMES = frozenset({*CONTROLS, "declared", "transfer(txn)", "disposition(txn)"
 KEY_FIELDS = {
     "open": ("container-id", "hostname", "max-frame-size", "channel-max", "idle-time-out"),
     "begin": ("remote-channel", "next-outgoing-id", "incoming-window", "outgoing-window", "handle-max"),
-    "attach": ("name", "handle", "role", "snd-settle-mode", "rcv-settle-mode", "source", "target"),
+    "attach": ("name", "handle", "role", "snd-settle-mode", "rcv-settle-mode", "source", "target", "unsettled", "incomplete-unsettled", "initial-delivery-count"),
     "flow": ("next-incoming-id", "incoming-window", "next-outgoing-id", "outgoing-window", "handle", "delivery-count", "link-credit", "available", "drain", "echo"),
-    "transfer": ("handle", "delivery-id", "delivery-tag", "message-format", "settled", "more", "rcv-settle-mode", "state"),
+    "transfer": ("handle", "delivery-id", "delivery-tag", "message-format", "settled", "more", "rcv-settle-mode", "state", "resume", "aborted", "batchable"),
     "disposition": ("role", "first", "last", "settled", "state"),
     "detach": ("handle", "closed", "error"),
     "end": ("error",),
@@ -63,6 +63,9 @@ KEY_FIELDS = {
     "sasl-mechanisms": ("sasl-server-mechanisms",),
     "sasl-outcome": ("code",),
 }
+#: Flags a trace line shows only when set: the rare frames (a resumed or aborted transfer, an
+#: incomplete unsettled map) must be visible, and a plain frame's explicit false adds nothing.
+QUIET_WHEN_FALSE = frozenset({"incomplete-unsettled", "resume", "aborted", "batchable"})
 
 
 def performative(body: bytes | memoryview) -> str:
@@ -101,7 +104,8 @@ def describe(raw: bytes) -> str:
     if name == "sasl-init":
         return (f"mechanism={_show('', fields[0])} " if fields else "") + "initial-response=***"
     labels = KEY_FIELDS.get(name, ())
-    bits = [f"{label}={_show(label, fields[i])}" for i, label in enumerate(labels) if i < len(fields) and fields[i] is not None]
+    bits = [f"{label}={_show(label, fields[i])}" for i, label in enumerate(labels)
+            if i < len(fields) and fields[i] is not None and not (label in QUIET_WHEN_FALSE and fields[i] is False)]
     if name == "transfer":
         bits.append(f"payload={len(body) - consumed} bytes")
     return " ".join(bits)
