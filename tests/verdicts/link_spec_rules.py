@@ -161,6 +161,7 @@ VIOLATIONS += [
     (ex("TestResumeUnknownIgnored", "no-credit", with_(RESUME, ready="no credit: attach, detach")), "no credit"),
     (ex("TestIncompleteUnsettled", "new-sent", with_(INCOMPLETE, new=["transfer(0, 0, 00, 0)"], after=[dl("m2", 2)])), "1 new"),
     (ex("TestIncompleteUnsettled", "lost", with_(INCOMPLETE, after=[dl("m1")])), "missing [m2]"),
+    (ex("TestIncompleteUnsettled", "attach-unanswered", with_(INCOMPLETE, attach="none")), "attach: none"),
     (ex("TestFilterSetValid", "string-key", with_(FILTER, filter=[{**FILTER["filter"][0], "key-type": "str"}])), "'key-type': 'str'"),
     (ex("TestFilterSetValid", "plain-value", with_(FILTER, filter=[{**FILTER["filter"][0], "value-type": "str"}])), "'value-type': 'str'"),
 ]

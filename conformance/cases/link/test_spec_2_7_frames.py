@@ -23,7 +23,8 @@ from conformance.catalogue.profiles import Profile
 from conformance.errors import Unsupported
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import returned_exactly
-from conformance.kit.verdicts import Verdict, first_failure, holds
+from conformance.kit.verdicts import Outcome, Verdict, first_failure, holds
+from conformance.unsupported import REFUSED
 
 #: The broker owes its answer (an attach, a flow, a transfer it has credit for) at once.
 PROMPT_S = 2.0
@@ -213,12 +214,24 @@ class TestIncompleteUnsettled(Case):
             conn.flow(0, delivery_count=attach.field(9), link_credit=self.QUEUED)
             frames += conn.read(lambda f: f.name == "detach", timeout=PROMPT_S)  # new deliveries would come now
         new = [f.brief()[:160] for f in frames if f.name == "transfer" and not f.field(8)]
+        ended = [f.brief()[:200] for f in frames if f.name in ("detach", "end", "close")]
         log = finish(conn)
-        return {"published": published, "attach": "answered" if attach is not None else "none", "new": new, "log": log,
+        return {"published": published, "attach": "answered" if attach is not None else "none", "new": new, "log": log, "ended": ended,
                 "after": [delivery_obs(d) for d in ctx.drain(q)]}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        refused = [e for e in obs.get("ended", []) if "amqp:not-implemented" in e]
+        if refused and not obs["new"]:
+            # Link recovery (an attach carrying an unsettled map) is optional: a broker that declines
+            # it with amqp:not-implemented never had an incomplete map put to it.
+            return Verdict(Outcome.UNSUPPORTED, expected="an attach with unsettled {} and incomplete-unsettled=true taken, and no new delivery on it",
+                           observed=f"the attach answered by {refused[0]}",
+                           reason="the broker declines link recovery (an attach carrying an unsettled map) with amqp:not-implemented",
+                           unsupported_kind=REFUSED, key="refused-not-implemented")
+        # Without the broker's attach nothing was put to it: no transfer then proves nothing.
         return first_failure(
+            holds(obs["attach"] == "answered", expected=f"the broker answers the attach (with unsettled {{}}, incomplete-unsettled=true) within {PROMPT_S:g}s",
+                  observed=f"attach: {obs['attach']}" + (f" ({obs['ended']})" if obs.get("ended") else ""), key=None if obs["attach"] == "answered" else "no-attach"),
             holds(not obs["new"], expected="no new delivery (resume unset) on a link the receiver attached with an incomplete unsettled map",
                   observed=f"{len(obs['new'])} new: {obs['new'][:2]}", key=None if not obs["new"] else "new-deliveries-sent"),
             returned_exactly(obs["after"], obs["published"], what="in the queue afterwards"),
