@@ -205,4 +205,3 @@ def test_a_refused_transfer_without_outcome_and_a_transfer_to_nowhere_accepted_a
     lost = next(e for e, _ in settlement.VIOLATIONS if e.name == "accepted-but-dropped")
     v = apply_profile(Example(lost.case, lost.name, lost.obs, profile=P10).judge(), CASES[lost.case].requirement, "classic", P10)
     assert v.outcome is Outcome.FAIL, v
-
