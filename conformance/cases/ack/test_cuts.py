@@ -14,13 +14,14 @@ import hashlib
 from collections import Counter
 from typing import Any
 
+from conformance.catalogue.capabilities import adapter_capabilities, vocabulary
 from conformance.catalogue.profiles import Profile
-from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, OperationTimeout
+from conformance.errors import ChannelClosed, ConformanceError, ConnectionLost, OperationTimeout, Unsupported
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, ScenarioVoid, delivery_obs
 from conformance.kit.checkers import all_redelivered, returned_exactly
 from conformance.kit.redelivery import signal_of
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
-from conformance.nemesis.faults import Action, Fault, Moment, Sender
+from conformance.nemesis.faults import Action, Moment
 from conformance.nemesis.points import fault_at, frame_size_query
 from conformance.secrets import SecretUrl
 
@@ -43,8 +44,10 @@ DELIVERY_CUTS: dict[str, tuple[str, int]] = {
     "after-last-body-frame": ("delivery-content", BODY_FRAMES),
 }
 
-#: variant -> (moment of the cut at the client's 1st basic.ack, multiple, must the acked come back):
+#: variant -> (moment of the cut at the client's 1st acknowledgement, multiple, must the acked come back):
 #: withheld at the proxy the ack never reaches the broker; delivered, it may or may not take effect.
+#: The acknowledgement is the fault point "ack": 0-9-1 basic.ack, AMQP 1.0 the receiver's disposition
+#: (one delivery-id, or first..last for the up-to variant: capability ack.range).
 ACK_CUTS: dict[str, tuple[Moment, bool, bool]] = {
     "ack-withheld": (Moment.BEFORE, False, True),
     "ack-delivered": (Moment.AFTER, False, False),
@@ -52,6 +55,8 @@ ACK_CUTS: dict[str, tuple[Moment, bool, bool]] = {
 }
 #: Held messages; the ack names the 2nd (multiple covers the 1st too); the 3rd is never acked.
 ACK_HELD, ACK_AT = 3, 2
+#: The acknowledgement's frame (the fault point "ack" of the client's protocol), in the verdict's words.
+ACK_WORDS = {"disposition": "disposition (accepted, settled)"}
 
 
 def body_of(mid: str, size: int) -> bytes:
@@ -128,10 +133,17 @@ class TestCutAroundAck(Case):
 
     def scenario(self, ctx: CaseContext) -> Obs:
         moment, multiple, _ = ACK_CUTS[ctx.variant or ""]
+        if multiple:
+            offered = adapter_capabilities(ctx.adapter)
+            if offered is not None and "ack.range" not in offered:
+                # the requirement needs ack.individual; only this variant needs more
+                raise Unsupported(f"variant {ctx.variant} acknowledges up to a delivery in one operation (ack.range: "
+                                  f"{vocabulary()['ack.range']}), which adapter {ctx.adapter.name} does not offer")
+        fault_at(ctx.adapter.protocol, "ack")  # a protocol with no acknowledgement frame ends the case before any setup
         q = ctx.queue()
         published = ctx.publish(q, ACK_HELD)
         proxy = ctx.proxy()
-        fault = proxy.arm(Fault(Action.CUT, "basic.ack", Sender.CLIENT, 1, moment))
+        fault = proxy.arm(fault_at(proxy.protocol, "ack", moment=moment))
         session = ctx.session("consumer", via=proxy)
         held = ctx.take(session.consume(q, prefetch=10), ACK_HELD)
         acked = held[:ACK_AT] if multiple else held[ACK_AT - 1:ACK_AT]
@@ -142,7 +154,7 @@ class TestCutAroundAck(Case):
             pass  # the cut: what the broker made of the ack is what the drain shows
         hit = ctx.expect_fired(fault)
         return {"variant": ctx.variant, "published": published, "hit": hit, "held": [delivery_obs(d) for d in held],
-                "acked": [d.message_id for d in acked], **after_loss(ctx, q, {})}
+                "acked": [d.message_id for d in acked], "ack": ACK_WORDS.get(fault.frame, fault.frame), **after_loss(ctx, q, {})}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         _, multiple, acked_return = ACK_CUTS[obs["variant"]]
@@ -153,7 +165,8 @@ class TestCutAroundAck(Case):
         lost = [m for m in must if counts[m] == 0]
         twice = sorted(m for m, n in counts.items() if n > 1)
         foreign = [m for m in back if m not in obs["published"]]
-        how = f"basic.ack{' multiple' if multiple else ''} of {fmt(acked)} {'held back' if acked_return else 'delivered to the broker'}, then a reset"
+        frame = obs.get("ack", "basic.ack")
+        how = f"{frame}{(' multiple' if frame == 'basic.ack' else ' first..last') if multiple else ''} of {fmt(acked)} {'held back' if acked_return else 'delivered to the broker'}, then a reset"
         settled = [m for m in acked if counts[m] == 0]
         return first_failure(
             served(obs, f"after {how}"),
@@ -194,10 +207,14 @@ class TestCancelMidBody(Case):
         ctx.admin.publish(q, body_of("m2", BEHIND), message_id="m2")
         proxy = ctx.proxy()
         # the first frame of the consumer leaving ends the hold: a client library closing a channel
-        # may cancel its consumers first (pika does), so either frame can be the first
-        hold = proxy.arm(Fault(Action.DELAY, "content-body", Sender.SERVER, 2, Moment.BEFORE, delay_s=HOLD_BOUND_S,
-                               until=("basic.cancel", "channel.close")))
-        conn = ctx.connect("consumer", via=proxy)
+        # may cancel its consumers first (pika does), so either frame can be the first (0-9-1
+        # basic.cancel or channel.close; AMQP 1.0 detach or end)
+        leaving = (fault_at(proxy.protocol, "consumer-cancel").frame, fault_at(proxy.protocol, "session-close").frame)
+        hold = proxy.arm(fault_at(proxy.protocol, "delivery-content", action=Action.DELAY, nth=2, delay_s=HOLD_BOUND_S, until=leaving))
+        # the client's max-frame-size, where its protocol lets the broker send larger frames (AMQP
+        # 1.0), so that the body is many transfer frames and the hold falls inside it
+        frames = frame_size_query(proxy.protocol, FRAME_PAYLOAD + 8)
+        conn = ctx.connect("consumer", via=proxy, url=SecretUrl(ctx.url).with_query(frames) if frames else None)
         session = conn.session()
         consumer = session.consume(q, prefetch=1)
         if not hold.struck.wait(5.0):
@@ -205,7 +222,13 @@ class TestCancelMidBody(Case):
         answer: dict[str, Any] = {"ok": True, "error": None}
         try:
             if ctx.variant == "cancel":
-                consumer.cancel()
+                detach = getattr(consumer, "detach", None)
+                if detach is not None:  # AMQP 1.0: a closing detach, answered by the broker's own (2.6.6)
+                    how = detach(WAIT_S)
+                    if how != "answered":
+                        answer = {"ok": False, "error": f"detach: {how}"}
+                else:
+                    consumer.cancel()
             session.close()
             conn.session().close()  # a channel opened on the same connection: it is still there
         except (ConnectionLost, ChannelClosed, OperationTimeout) as exc:
@@ -213,17 +236,21 @@ class TestCancelMidBody(Case):
         hit = ctx.expect_fired(hold)
         if not hold.held_to_event:
             raise ScenarioVoid(f"the body was not held until the consumer left: {hit}")
-        return {"variant": ctx.variant, "published": ["m1", "m2"], "hit": hit, "answer": answer, **after_loss(ctx, q, {"m1": MID_BODY, "m2": BEHIND})}
+        return {"variant": ctx.variant, "published": ["m1", "m2"], "hit": hit, "answer": answer, "left_by": list(leaving),
+                **after_loss(ctx, q, {"m1": MID_BODY, "m2": BEHIND})}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        what = "basic.cancel" if obs["variant"] == "cancel" else "channel.close"
+        cancel, close = obs.get("left_by", ("basic.cancel", "channel.close"))
+        what = cancel if obs["variant"] == "cancel" else close
+        answers = {"basic.cancel": "cancel-ok, then close-ok", "channel.close": "close-ok",
+                   "detach": "the broker's detach, then the end", "end": "the end, and a new session begins"}
         answer = obs["answer"]
         return first_failure(
-            holds(answer["ok"], expected=f"{what} of the only consumer, mid-body, answered ({'cancel-ok, then ' if what == 'basic.cancel' else ''}close-ok)",
+            holds(answer["ok"], expected=f"{what} of the only consumer, mid-body, answered ({answers.get(what, 'answered')})",
                   observed=f"no answer: {answer['error']}" if not answer["ok"] else "answered",
                   key="connection-lost" if answer["error"] and "ConnectionLost" in answer["error"] else None if answer["ok"] else "channel-closed"),
             served(obs, f"after {what} in the middle of a body"),
-            returned_exactly(obs["returned"], obs["published"], what=f"after {what} mid-body and the channel's close, the unacknowledged message and the one behind it"),
+            returned_exactly(obs["returned"], obs["published"], what=f"after {what} mid-body and the close of {'the session' if close == 'end' else 'the channel'}, the unacknowledged message and the one behind it"),
             all_redelivered([d for d in obs["returned"] if d["id"] == obs["published"][0]], signal=signal_of(profile, queue_type)),
             bodies_intact(obs),
         )
