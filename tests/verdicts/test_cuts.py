@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.catalogue.profiles import select_profile
 from conformance.kit.verdicts import Outcome
 from tests.verdicts.examples import RABBIT, Example, again, bad, everywhere, first, judged, verdict_tests
 
@@ -31,6 +32,38 @@ def mid_body(variant: str, returned: list[dict[str, Any]], error: str | None = N
 
 
 BACK = [*again("m1"), *first("m2", start=2)]
+
+
+# -- AMQP 1.0 (the proton adapter): the ack is the receiver's disposition; the consumer leaves by a
+# closing detach or the session's end; redelivery marks are the header's (qpidd 1.39.0 counts returns)
+
+def d10(mid: str, tag: int, *, fa: bool, count: int) -> dict[str, Any]:
+    """One AMQP 1.0 delivery, shaped like conformance.kit.case.delivery_obs on the proton adapter."""
+    return {"id": mid, "tag": tag, "redelivered": (not fa) or count > 0, "delivery_count": count, "first_acquirer": fa, "presettled": False}
+
+
+def back10(*mids: str) -> list[dict[str, Any]]:
+    """Returned to the next acquirer as qpidd 1.39.0 gives them: first-acquirer=false, delivery-count 1."""
+    return [d10(m, i + 1, fa=False, count=1) for i, m in enumerate(mids)]
+
+
+def ack10(variant: str, returned: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**ack(variant, returned), "hit": "conn#1 client frame #9 disposition on channel 0", "ack": "disposition (accepted, settled)",
+            "held": [d10(m, i + 1, fa=True, count=0) for i, m in enumerate(("m1", "m2", "m3"))]}
+
+
+def mid_body10(variant: str, returned: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]:
+    return {**mid_body(variant, returned, error), "hit": "conn#1 server frame #9 transfer on channel 0; held until client frame #8 detach passed",
+            "left_by": ["detach", "end"]}
+
+
+BACK10 = [*back10("m1"), d10("m2", 2, fa=True, count=0)]
+QPIDD = select_profile("qpid-cpp", "1.39.0", "amqp-1.0")
+SPEC10 = select_profile("Other", "1.0", "amqp-1.0")
+
+
+def on10(case: str, name: str, obs: dict[str, Any]) -> list[Example]:
+    return [Example(case, f"{name}-{p.id}", obs, queue_type="classic", profile=p) for p in (QPIDD, SPEC10)]
 LOST_CONN = "ConnectionLost: connection lost: StreamLostError: ('Transport indicated EOF',)"
 
 
@@ -87,6 +120,12 @@ CUTS_GOOD: list[Example] = [
     *everywhere("TestAckedStaysGone", "restart", acked("restart", again("held-2", "held-4"))),
     *everywhere("TestAckedStaysGone", "kill", acked("kill", first("held-2", "held-4"))),
     *everywhere("TestSurvivesRestartThenKill", "kept", two_faults([{"id": m, "persistent": True} for m in TWICE])),
+    *on10("TestCutAroundAck", "amqp10-withheld", ack10("ack-withheld", back10("m1", "m2", "m3"))),
+    *on10("TestCutAroundAck", "amqp10-delivered-took-effect", ack10("ack-delivered", back10("m1", "m3"))),
+    *on10("TestCutAroundAck", "amqp10-range-took-effect", ack10("ack-multiple-delivered", back10("m3"))),
+    *on10("TestCutAroundAck", "amqp10-range-lost-in-flight", ack10("ack-multiple-delivered", back10("m1", "m2", "m3"))),
+    *on10("TestCancelMidBody", "amqp10-detach", mid_body10("cancel", BACK10)),
+    *on10("TestCancelMidBody", "amqp10-end", mid_body10("channel-close", BACK10)),
 ]
 
 CUTS_VIOLATIONS: list[Example] = [
@@ -108,6 +147,15 @@ CUTS_VIOLATIONS: list[Example] = [
     bad("TestCancelMidBody", "message-lost", mid_body("channel-close", first("m2")), shows="missing [m1]"),
     bad("TestCancelMidBody", "unmarked", mid_body("cancel", first("m1", "m2")), shows="wrong flag"),
     bad("TestCancelMidBody", "broker-crashed", mid_body("cancel", [], error=LOST_CONN, unreachable=UNREACHABLE), shows="no answer"),
+    # the same two over AMQP 1.0
+    bad("TestCutAroundAck", "amqp10-range-loses-the-uncovered", ack10("ack-multiple-delivered", []), profile=QPIDD, shows="lost: [m3]"),
+    bad("TestCutAroundAck", "amqp10-withheld-disposition-took-effect", ack10("ack-withheld", back10("m1", "m3")), profile=QPIDD, shows="lost: [m2]"),
+    bad("TestCutAroundAck", "amqp10-redelivery-claims-first-acquirer", ack10("ack-delivered", [d10("m1", 1, fa=True, count=1), *back10("m3")]), profile=QPIDD,
+        shows="first-acquirer=true, though another link acquired"),
+    bad("TestCancelMidBody", "amqp10-detach-unanswered", mid_body10("cancel", BACK10, error="detach: no detach answer within 5s"), profile=QPIDD,
+        shows="no answer: detach: no detach answer"),
+    bad("TestCancelMidBody", "amqp10-incomplete-delivery-lost", mid_body10("channel-close", [d10("m2", 1, fa=True, count=0)]), profile=QPIDD, shows="missing [m1]"),
+    bad("TestCancelMidBody", "amqp10-torn", {**mid_body10("cancel", BACK10), "intact": [False, True]}, profile=QPIDD, shows="bodies differ: [m1]"),
     # PERSIST-DECLARED-QUEUE-SURVIVES-KILL (LavinMQ before 1.3.0: the empty message file stops the queue loading)
     bad("TestDeclaredQueueSurvivesKill", "queue-gone", declared([], GONE_404), shows="could not be consumed after the kill -9"),
     bad("TestDeclaredQueueSurvivesKill", "publish-lost", declared([]), shows="= []"),
