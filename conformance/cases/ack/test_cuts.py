@@ -171,7 +171,7 @@ class TestCutAroundAck(Case):
         return first_failure(
             served(obs, f"after {how}"),
             holds(not lost, expected=f"after {how}: {fmt(must)} delivered again" + ("" if acked_return else f"; {fmt(acked)} either gone or delivered again"),
-                  observed=f"lost: {fmt(lost)} (came back {fmt(back)})" if lost else f"came back {fmt(back)}" + (f"; the ack took effect for {fmt(settled)}" if settled else ""),
+                  observed=f"came back {fmt(back)} (missing {fmt(lost)})" if lost else f"came back {fmt(back)}" + (f"; the ack took effect for {fmt(settled)}" if settled else ""),
                   key="unacked-lost" if lost else None),
             holds(not twice and not foreign, expected="each message at most once after the reset",
                   observed=f"twice: {fmt(twice)}" + (f", unexpected {fmt(foreign)}" if foreign else "") if twice or foreign else "none twice",
