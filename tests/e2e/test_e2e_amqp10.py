@@ -7,6 +7,7 @@ from pathlib import Path
 
 from adapters.amqp10.proton_adapter import ProtonAdapter
 from adapters.rabbitmq.launcher import RabbitMQLocalNode
+from conformance import yamlio
 from conformance.api import ServerInfo
 from conformance.cases import all_cases
 from conformance.catalogue.capabilities import applicability, server_capabilities
@@ -14,16 +15,21 @@ from conformance.catalogue.profiles import select_profile
 from conformance.catalogue.requirements import catalogue
 from conformance.cli import EXIT_OK
 from conformance.runner.results import read_results, read_run
+from tests.e2e.seed_brokers import cell_of
 from tests.e2e.test_e2e_rabbitmq import run_cli
 from tests.support.known_bugs import known_bug_fail
 
 PROFILE = select_profile("RabbitMQ", "3.10.8", "amqp-1.0")
+#: The fails the review kept on this node over AMQP 1.0, cell -> why (docs/findings/rabbitmq-3.10.8-amqp10.md).
+KEPT_FAILS = {str(k): str(v) for k, v in yamlio.safe_load(
+    (Path(__file__).parent / "kept_fails" / "rabbitmq-3.10.8-amqp10.yaml").read_text())["cells"].items()}
 
 
 def test_catalogue_through_the_proton_adapter(rabbit: RabbitMQLocalNode, tmp_path: Path) -> None:
     out = tmp_path / "amqp10"
-    proc = run_cli("run", "--target", rabbit.url, "--adapter", "proton", "--out", str(out), "--workers", "2", timeout=240)
-    assert proc.returncode == EXIT_OK, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_cli("run", "--target", rabbit.url, "--adapter", "proton", "--out", str(out), "--workers", "2", timeout=480)
+    # 1: the kept fails are MUST requirements the plugin breaks
+    assert proc.returncode in (EXIT_OK, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
     run = read_run(out)
     assert (run["protocol"], run["profile"], run["status"]) == ("amqp-1.0", "rabbitmq-3.10-amqp10", "finished")
     recs = list(read_results(out))
@@ -53,9 +59,14 @@ def test_catalogue_through_the_proton_adapter(rabbit: RabbitMQLocalNode, tmp_pat
                 r["variant"] == "fanout-two-queues" and "exchanges" in r["reason"] and r["unsupported_kind"] == "cannot-express"), r
         else:
             assert applies, r
-            # a profile's known bug (open upstream) stays a fail, with its reference; no other fail
-            assert r["verdict"] in ("pass", "deviation") or known_bug_fail(r), (r["case_id"], r["verdict"], r["observed"])
+            # a profile's known bug (open upstream) stays a fail, with its reference; so does a fail the
+            # review kept; no other fail
+            assert r["verdict"] in ("pass", "deviation") or known_bug_fail(r) or (
+                r["verdict"] == "fail" and cell_of(r) in KEPT_FAILS), (r["case_id"], r["verdict"], r["observed"])
             ran_10.add(r["requirement"])
+    # A kept fail that no longer fails (the broker or the case changed) is reviewed, not absorbed.
+    fails = {cell_of(r) for r in recs if r["verdict"] == "fail"}
+    assert sorted(set(KEPT_FAILS) - fails) == [], "kept fails that did not fail: review them in tests/e2e/kept_fails/"
     # The shared requirements really ran over AMQP 1.0, not only the link area.
     assert {"ACK-REDELIVER-ON-CONNECTION-LOSS", "ACK-ACKED-NEVER-REDELIVERED", "NACK-SINGLE-REQUEUE", "NACK-DISCARD",
             "ACK-CLIENT-CUMULATIVE", "ACK-MULTIPLE-UP-TO-TAG", "PREFETCH-LIMIT", "LINK-UNRELIABLE-GONE-AT-FETCH", "LINK-ACK-SYNC"} <= ran_10
@@ -78,7 +89,8 @@ def test_the_same_requirement_compares_across_protocols(rabbit: RabbitMQLocalNod
     for adapter in ("pika", "proton"):
         outs[adapter] = tmp_path / adapter
         proc = run_cli("run", "--target", rabbit.url, "--adapter", adapter, "--area", "link", "--out", str(outs[adapter]))
-        assert proc.returncode == EXIT_OK, proc.stdout[-2000:] + proc.stderr[-2000:]
+        # over AMQP 1.0 the link area holds the plugin's kept MUST fails (aborted and resumed transfers)
+        assert proc.returncode in ((EXIT_OK,) if adapter == "pika" else (EXIT_OK, 1)), proc.stdout[-2000:] + proc.stderr[-2000:]
     by = {a: {(r["requirement"], r["queue_type"], r["variant"]): r for r in read_results(o)} for a, o in outs.items()}
     shared = set(by["pika"]) & set(by["proton"])
     assert ("LINK-UNRELIABLE-NO-SETTLE", "classic", "release") in shared
