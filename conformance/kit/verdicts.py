@@ -99,6 +99,22 @@ def first_failure(*verdicts: Verdict) -> Verdict:
     )
 
 
+def each_step(steps: Sequence[tuple[str, Verdict]]) -> Verdict:
+    """Judge a scenario run as numbered steps (a seed's demonstration): pass when every step holds;
+    otherwise fail showing every step's Expected and Actual, the failing ones marked, keyed and
+    spec-judged by the first that failed (a later step often fails only because an earlier one did)."""
+    failed = [(i, name, v) for i, (name, v) in enumerate(steps, 1) if v.outcome is not Outcome.PASS]
+    expected = "; ".join(f"{i} {name}: {v.expected}" for i, (name, v) in enumerate(steps, 1))
+    observed = "; ".join(f"{i} {name}: {'FAILED ' if v.outcome is not Outcome.PASS else ''}{v.observed}"
+                         for i, (name, v) in enumerate(steps, 1))
+    if not failed:
+        spec = "pass" if any(v.spec == "pass" for _, v in steps) else "n/a"
+        return Verdict(Outcome.PASS, expected=expected, observed=observed, key=None, spec=spec)
+    i, name, first = failed[0]
+    spec = "fail" if any(v.spec == "fail" for _, _, v in failed) else first.spec
+    return replace(first, expected=expected, observed=observed, key=first.key or f"step-{i}", spec=spec)
+
+
 def undocumented(entry: str, profile: Profile) -> Verdict:
     return Verdict(
         outcome=Outcome.UNDOCUMENTED,
