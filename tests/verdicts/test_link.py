@@ -11,6 +11,7 @@ import pytest
 
 from conformance.catalogue.profiles import select_profile
 from conformance.kit.verdicts import Outcome, Verdict, apply_profile
+from tests.verdicts import link_seeds as seeds
 from tests.verdicts import link_settlement as settlement
 from tests.verdicts import link_spec_rules as spec_rules
 from tests.verdicts.examples import CASES, RABBIT, Example, assert_fails, assert_passes, with_
@@ -75,6 +76,7 @@ LINK_GOOD: list[Example] = [
     ex("TestRedeliverOnConnectionLoss", "no-header-at-all", LOSS10),
     *settlement.GOOD,
     *spec_rules.GOOD,
+    *seeds.GOOD,
 ]
 
 LINK_VIOLATIONS: list[tuple[Example, str]] = [
@@ -123,6 +125,7 @@ LINK_VIOLATIONS: list[tuple[Example, str]] = [
     (ex("TestDrain", "withheld-one", with_(DRAIN, drain_with_messages={"answer": "drained", "got": [dl("m2", 2)]})), "missing [m3]"),
     *settlement.VIOLATIONS,
     *spec_rules.VIOLATIONS,
+    *seeds.VIOLATIONS,
 ]
 
 
@@ -205,3 +208,21 @@ def test_a_refused_transfer_without_outcome_and_a_transfer_to_nowhere_accepted_a
     lost = next(e for e, _ in settlement.VIOLATIONS if e.name == "accepted-but-dropped")
     v = apply_profile(Example(lost.case, lost.name, lost.obs, profile=P10).judge(), CASES[lost.case].requirement, "classic", P10)
     assert v.outcome is Outcome.FAIL, v
+
+
+def test_seed_demo_on_rabbitmq_3_10_is_the_documented_browse_and_drain_deviations() -> None:
+    """Seed 001's browsers acquire on RabbitMQ 3.10's plugin (quorum), and its first drain ends the
+    session on a classic queue (#7119, fixed 3.10.18): deviations citing them; qpidd's stale marks on
+    browser 3's copy are no documented behaviour: a fail."""
+    req = CASES["TestSeedBrowseAcquireDemo"].requirement
+    for name, qt, cite in (("browse-acquires", "quorum", "broker-semantics"), ("drain-crash", "classic", "7119")):
+        e = next(e for e, _ in seeds.VIOLATIONS if e.name == name)
+        v = apply_profile(Example(e.case, e.name, e.obs, queue_type=qt, profile=P10).judge(), req, qt, P10)
+        assert v.outcome is Outcome.DEVIATION and cite in v.citation, v
+    e = next(e for e, _ in seeds.VIOLATIONS if e.name == "drain-crash")
+    fixed = select_profile("RabbitMQ", "3.10.18", "amqp-1.0")
+    v = apply_profile(Example(e.case, e.name, e.obs, queue_type="classic", profile=fixed).judge(), req, "classic", fixed)
+    assert v.outcome is Outcome.FAIL, v
+    q = next(e for e, _ in seeds.VIOLATIONS if e.name == "qpidd-browser-3-sees-first-acquirer")
+    v = apply_profile(q.judge(), req, "classic", seeds.QPIDD)
+    assert v.outcome is Outcome.FAIL and v.spec == "fail", v

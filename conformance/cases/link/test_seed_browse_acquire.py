@@ -20,7 +20,7 @@ from conformance.errors import ChannelClosed, ConnectionLost, OperationTimeout, 
 from conformance.kit.case import Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import returned_exactly
 from conformance.kit.redelivery import describe, expectation, marks, signal_of, wrong_on_first, wrong_on_redelivery
-from conformance.kit.verdicts import Verdict, each_step, first_failure, holds
+from conformance.kit.verdicts import Verdict, each_step, first_failure, fmt, holds
 from conformance.unsupported import REFUSED
 
 #: A drain is answered at once (there is nothing to wait for); the bound only ends a silent broker's turn.
@@ -144,12 +144,16 @@ class TestSeedBrowseAcquireDemo(Case):
                 seen("acquirer", "the acquirer's fetch"),
                 holds(not (settled if reliable else unsettled),
                       expected="the delivery arrives unsettled (reliable link)" if reliable else "the delivery arrives settled at send (unreliable link)",
-                      observed=f"settled at send: {settled}" if reliable else f"unsettled: {unsettled}" if unsettled else "as asked",
+                      observed=f"settled at send: {fmt(settled)}" if reliable else f"unsettled: {fmt(unsettled)}" if unsettled else "as asked",
                       key=("reliable-settled-at-send" if settled else None) if reliable else ("unreliable-unsettled" if unsettled else None)))),
             ("the acquirer closes its receiver", holds(obs["acquirer_close"] == "answered", expected="the broker answers the detach",
                                                        observed=obs["acquirer_close"], key=None if obs["acquirer_close"] == "answered" else "detach-unanswered")),
-            ("browser 3 fetches", redelivered("browser3", "browser 3's fetch after the acquirer left without accepting") if reliable
-             else nothing("browser3", "browser 3's fetch after the unreliable acquirer took it")),
+            # Reliable: the closed link's unsettled delivery took the source's default outcome (3.5.3), so the
+            # message is available again (seed 000: "again become available to consumers, with the header
+            # redelivered=true") and a browser sees it (copy: it remains available), marked in its own step.
+            ("browser 3 fetches", returned_exactly(obs["browser3"]["got"], hello, what="browser 3's fetch after the acquirer left without accepting")
+             if reliable else nothing("browser3", "browser 3's fetch after the unreliable acquirer took it")),
+            *([("browser 3's copy is marked", redelivered("browser3", "browser 3's copy"))] if reliable else []),
             ("acquirer 2 fetches on a new connection", redelivered("acquirer2", "acquirer 2's fetch") if reliable
              else nothing("acquirer2", "acquirer 2's fetch")),
             ("after acquirer 2 acknowledged", returned_exactly(obs["left"], [], what="left in the queue")),
