@@ -1253,7 +1253,7 @@ class ProtonAdapter(Adapter):
     features = frozenset({"browse", "outcomes", "unreliable-link"})
     #: What AMQP 1.0 can express (conformance/catalogue/data/capabilities.yaml): the requirements that apply.
     capabilities = frozenset({
-        "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "browse", "drain", "frame-faults", "get",
+        "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "browse", "client-failover", "drain", "frame-faults", "get",
         "link-settlement", "nack.discard", "nack.requeue", "publish.confirmed", "reject.discard", "session-close", "tx", "tx.ack",
         # ack/nack(multiple=True) settles each delivery up to the tag in one flush, which proton-c puts on the
         # wire as one disposition first..last (transport 2.7.6); prefetch is link credit renewed per settlement.
