@@ -110,7 +110,7 @@ def each_step(steps: Sequence[tuple[str, Verdict]]) -> Verdict:
     if not failed:
         spec = "pass" if any(v.spec == "pass" for _, v in steps) else "n/a"
         return Verdict(Outcome.PASS, expected=expected, observed=observed, key=None, spec=spec)
-    i, name, first = failed[0]
+    i, _, first = failed[0]
     spec = "fail" if any(v.spec == "fail" for _, _, v in failed) else first.spec
     return replace(first, expected=expected, observed=observed, key=first.key or f"step-{i}", spec=spec)
 

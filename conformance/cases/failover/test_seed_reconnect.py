@@ -18,6 +18,7 @@ from conformance.catalogue.profiles import Profile
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import all_redelivered
 from conformance.kit.clients.failover import FailoverConsumer, FailoverProducer, TransactionRolledBack
+from conformance.kit.redelivery import signal_of
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 
 BATCH = 3
@@ -122,7 +123,7 @@ class TestTransactedClientsReconnect(Case):
             holds(len(back) == len(failed_ids),
                   expected=f"the consumer's failed transaction ({fmt(failed_ids)}, two of them acknowledged in it) comes back whole: its acknowledgements were dropped",
                   observed=f"came back {fmt([d['id'] for d in back])}", key="tx-acks-applied" if len(back) < len(failed_ids) else None),
-            all_redelivered(back),
+            all_redelivered(back, signal=signal_of(profile, queue_type)),
             holds(not obs["left"], expected="nothing left after the consumer committed", observed=f"left {fmt([d['id'] for d in obs['left']])}",
                   key="left" if obs["left"] else None),
         )
