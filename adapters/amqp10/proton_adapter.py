@@ -60,6 +60,7 @@ from conformance.errors import (
     ConnectionLost,
     OperationTimeout,
     ProtocolViolation,
+    PublishNotConfirmed,
     SettlementRefused,
     TargetCannot,
     Unsupported,
@@ -552,7 +553,8 @@ class ProtonSession(Session):
         if state != PnDelivery.ACCEPTED:
             name = STATE_NAMES.get(state, str(state))
             cond = d.remote.condition
-            raise AdapterError(f"publish of {message_id} to {s.address} not accepted: broker answered {name}" + (f" ({cond.name}: {cond.description})" if cond else ""))
+            # the broker did not take the message (0-9-1's nack): the neutral API's refused publish
+            raise PublishNotConfirmed(f"publish of {message_id} to {s.address} not accepted: broker answered {name}" + (f" ({cond.name}: {cond.description})" if cond else ""))
 
     def settlements(self, queue: str, ids: list[str], timeout: float) -> dict[str, list[str]]:
         """Send one unsettled message per id on a link of its own and return, per id, every
