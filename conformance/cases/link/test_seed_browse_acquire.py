@@ -149,13 +149,35 @@ class TestSeedBrowseAcquireDemo(Case):
             ("the acquirer closes its receiver", holds(obs["acquirer_close"] == "answered", expected="the broker answers the detach",
                                                        observed=obs["acquirer_close"], key=None if obs["acquirer_close"] == "answered" else "detach-unanswered")),
             # Reliable: the closed link's unsettled delivery took the source's default outcome (3.5.3), so the
-            # message is available again (seed 000: "again become available to consumers, with the header
-            # redelivered=true") and a browser sees it (copy: it remains available), marked in its own step.
+            # message is available again (seed 000: "again become available to consumers") and a browser
+            # sees it (copy: it remains available).
+            # How browser 3's copy is marked is SEED-BROWSE-SEES-RETURN-MARKED (below), not the seed's outcome.
             ("browser 3 fetches", returned_exactly(obs["browser3"]["got"], hello, what="browser 3's fetch after the acquirer left without accepting")
              if reliable else nothing("browser3", "browser 3's fetch after the unreliable acquirer took it")),
-            *([("browser 3's copy is marked", redelivered("browser3", "browser 3's copy"))] if reliable else []),
             ("acquirer 2 fetches on a new connection", redelivered("acquirer2", "acquirer 2's fetch") if reliable
              else nothing("acquirer2", "acquirer 2's fetch")),
             ("after acquirer 2 acknowledged", returned_exactly(obs["left"], [], what="left in the queue")),
         ]
         return each_step(steps)
+
+
+class TestSeedBrowseSeesReturnMarked(TestSeedBrowseAcquireDemo):
+    """The same program (reliable link); judged: how browser 3's copy of the returned message is marked."""
+
+    requirement = "SEED-BROWSE-SEES-RETURN-MARKED"
+    variants = ("reliable",)
+
+    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        signal = signal_of(profile, queue_type)
+        got = obs["browser3"]["got"]
+        if [d["id"] for d in got] != obs["published"]:
+            # The program never showed browser 3 the returned message: no copy to judge the marks of.
+            # What went wrong is the demonstration's finding, judged (and explained) as it is there.
+            return super().verdict(obs, profile, queue_type)
+        unmarked = [w for w in (wrong_on_redelivery(d, signal) for d in got) if w is not None]
+        return first_failure(
+            returned_exactly(got, obs["published"], what="browser 3's fetch after the acquirer left without accepting"),
+            holds(not unmarked, expected=f"browser 3's copy marked redelivered ({expectation(False, signal, True)})",
+                  observed=describe(unmarked) if unmarked else ", ".join(marks(d) for d in got),
+                  key="browser3-unmarked" if unmarked else None, spec=all(w.spec for w in unmarked)),
+        )
