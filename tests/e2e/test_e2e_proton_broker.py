@@ -22,11 +22,16 @@ import pytest
 from adapters.proton_example.launcher import DEFAULT_SCRIPT, ProtonExampleBroker, amqp10_ready
 from conformance.catalogue.requirements import catalogue
 from conformance.cli import EXIT_FAIL
+from conformance import yamlio
 from conformance.runner.results import read_results, read_run
+from tests.e2e.seed_brokers import cell_of
 from tests.e2e.test_e2e_rabbitmq import run_cli
 
 pytestmark = pytest.mark.skipif(not Path(DEFAULT_SCRIPT).is_file(), reason=f"{DEFAULT_SCRIPT} missing: apt-get install libqpid-proton11-dev-examples")
 
+#: Fails the review kept on this broker, cell -> why (docs/findings/proton-example.md).
+KEPT_FAILS = {str(k): str(v) for k, v in yamlio.safe_load(
+    (Path(__file__).parent / "kept_fails" / "proton-example.yaml").read_text())["cells"].items()}
 #: The requirements whose violation is this broker's loss of unsettled deliveries on consumer disconnect.
 LOSS = {"ACK-REDELIVER-ON-CONNECTION-LOSS", "ACK-ACKED-NEVER-REDELIVERED",
         "ACK-CLIENT-CUMULATIVE", "ACK-CLIENT-INDIVIDUAL"}
@@ -103,6 +108,7 @@ def test_no_must_fails_for_what_amqp_1_0_permits(run: tuple[Any, list[dict[str, 
             # what a detached link held), the coordinator's protocol violation, or rcv-settle-mode
             # second granted in its attach and then never honoured (it never settles its side)
             assert (r["requirement"] in LOSS or "missing" in r["observed"] or "amqp-1.0 4.3 declare error" in r["reason"]
+                    or cell_of(r) in KEPT_FAILS
                     or (r["requirement"] == "LINK-DETACH-RELEASES" and "nor to a later one" in r["observed"])
                     or (r["requirement"] == "LINK-SETTLE-MODES" and r["variant"].endswith("-second")
                         and "not settled by the broker" in r["observed"])), (r["case_id"], r["observed"])
