@@ -251,6 +251,12 @@ class QmfAdmin:
             kwargs["ssl_domain"] = tls_client(parse_qs(parts.query))
             scheme = "amqps"
         try:
+            from proton import symbol
+
+            from conformance.nemesis.mutations import ADMIN_CONNECTION_PREFIX
+
+            # named as the suite's administration: a self-test's mutation leaves this connection alone
+            kwargs["properties"] = {symbol("connection_name"): f"{ADMIN_CONNECTION_PREFIX} (qmf)"}
             self._conn = BlockingConnection(f"{scheme}://{parts.hostname}:{parts.port or 5672}", timeout=self._timeout, **kwargs)
             self._sender = self._conn.create_sender(AGENT_ADDRESS)
             self._receiver = self._conn.create_receiver(None, dynamic=True, credit=100)

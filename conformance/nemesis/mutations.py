@@ -189,6 +189,18 @@ class Probe(Mutator):
 _NAMING: dict[str, Callable[[Frame], str | None]] = {}
 
 
+#: A connection whose name starts so is the suite's administration (queue setup and counters), not
+#: under test: mutations leave it alone (conformance.nemesis.proxy).
+ADMIN_CONNECTION_PREFIX = "conformance admin"
+
+
+def connection_name_of(family: Any, frame: Frame) -> str | None:
+    """The name a connection of ``family`` (a codec class) gives itself in ``frame``; None before it did."""
+    _load()
+    fn = _NAMING.get(str(getattr(family, "protocol", "")))
+    return fn(frame) if fn is not None else ""
+
+
 def naming(protocol: str) -> Callable[[Callable[[Frame], str | None]], Callable[[Frame], str | None]]:
     def register(fn: Callable[[Frame], str | None]) -> Callable[[Frame], str | None]:
         _NAMING[protocol] = fn

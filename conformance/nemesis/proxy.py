@@ -31,7 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from conformance.errors import Unsupported
 from conformance.nemesis.faults import Action, Fault, Moment, Sender
-from conformance.nemesis.mutations import Mutation, Mutator, Probe, alters
+from conformance.nemesis.mutations import ADMIN_CONNECTION_PREFIX, Mutation, Mutator, Probe, alters, connection_name_of
 from conformance.nemesis.mutations import make as make_mutation
 from conformance.nemesis.wire import Codec, Frame, MalformedFrame, codec_for_any, frame_names
 from conformance.secrets import SecretUrl
@@ -186,6 +186,8 @@ class _Link:
     gate: asyncio.Event = field(default_factory=asyncio.Event)
     #: DELAY faults holding a direction until a frame of the other one passes (Fault.until).
     holds: list[tuple[Fault, asyncio.Event]] = field(default_factory=list)
+    #: The client's first frames have told the connection's name (the mutation reads it once).
+    named: bool = False
 
     def __post_init__(self) -> None:
         self.gate.set()
@@ -597,7 +599,20 @@ class FaultProxy(ProxyBase):
                 release.set()
 
     def _mutate(self, link: _Link, mutator: Mutator, sender: Sender, frame: Frame) -> list[bytes] | None:
-        """The frames to forward in ``frame``'s place; a failing operator leaves the frame unchanged."""
+        """The frames to forward in ``frame``'s place; a failing operator leaves the frame unchanged.
+
+        A connection that names itself as the suite's administration (queue setup and counts through
+        a broker's management protocol, e.g. qpidd's QMF over AMQP 1.0) is not under test: once its
+        name is read from its first frames, the mutation leaves it alone, so a mutation of the
+        protocol breaks the broker's behaviour the cases judge, never the suite's own setup."""
+        if sender is Sender.CLIENT and not link.named:
+            name = connection_name_of(link.family, frame)
+            if name is not None:
+                link.named = True
+                if name.startswith(ADMIN_CONNECTION_PREFIX):
+                    link.mutator = None
+                    self.trace.note(link.id, f"MUTATION {mutator.mutation.spec} left out: {name!r} is the suite's administration connection")
+                    return None
         try:
             return mutator.rewrite(sender, frame)
         except Exception as exc:

@@ -160,12 +160,33 @@ def _code(state: Any) -> int | None:
 
 @operator("receiver-settlement-deferred", P, "sends the broker's dispositions of a client's transfers unsettled (settled=false): the broker seems to wait for the client to settle first")
 class ReceiverSettlementDeferred(Mutator):
+    """The client, told the broker has not settled, settles its side with a disposition of its own;
+    the broker already settled those deliveries, so that answer is swallowed here (a broker may
+    rightly end the session on a disposition of deliveries it no longer knows)."""
+
+    def __init__(self, *a: Any) -> None:
+        super().__init__(*a)
+        self.deferred: set[tuple[int, int]] = set()  # (broker's channel, delivery-id) shown unsettled
+
     def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
-        if sender is not S or f.name != "disposition":
+        if f.name != "disposition":
             return None
         _, fields, _ = split(f.raw)
+        if sender is C:
+            if len(fields) > 1 and not fields[0] and self.deferred:  # role sender: the client settling its side
+                first = int(fields[1])
+                last = int(fields[2]) if len(fields) > 2 and fields[2] is not None else first
+                ids = set(range(first, last + 1))
+                if all(any(d == i for _, d in self.deferred) for i in ids):
+                    self.deferred -= {(c, d) for c, d in self.deferred if d in ids}
+                    self.applied(f"the client's disposition {first}..{last} swallowed: the broker settled those already")
+                    return []
+            return None
         if len(fields) < 4 or not fields[0] or not fields[3]:  # role receiver, settled
             return None
+        first = int(fields[1])
+        last = int(fields[2]) if len(fields) > 2 and fields[2] is not None else first
+        self.deferred |= {(f.channel, i) for i in range(first, last + 1)}
         fields[3] = False
         self.applied(f"disposition {fields[1]}: settled true -> false")
         return [rebuild(f, DISPOSITION, fields)]
