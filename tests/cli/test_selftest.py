@@ -140,7 +140,7 @@ def test_a_declared_kill_is_not_owed_where_the_requirement_is_a_documented_devia
     clean = [_rec("b", "ACK-REDELIVER-ON-CONNECTION-LOSS", "deviation")]
     m = _judge(clean, {"redelivered-cleared": [_rec("b", "ACK-REDELIVER-ON-CONNECTION-LOSS", "deviation")]})
     assert {mu["name"]: mu["missed"] for mu in m["mutations"]}["redelivered-cleared"] == []
-    assert m["unproven_deviation"] == ["b"]
+    assert m["unproven_deviation"] == ["b"] and m["blind_spots"] == [] and m["misattributed"] == []
     m = _judge([_rec("b", "ACK-REDELIVER-ON-CONNECTION-LOSS", "pass")], {"redelivered-cleared": [_rec("b", "ACK-REDELIVER-ON-CONNECTION-LOSS", "pass")]})
     assert {mu["name"]: mu["missed"] for mu in m["mutations"]}["redelivered-cleared"] == ["ACK-REDELIVER-ON-CONNECTION-LOSS"]
 

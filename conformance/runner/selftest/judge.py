@@ -59,6 +59,8 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
             "killed_requirements": killed_reqs,
             "errors": sorted({case_of(rec) for rec in ran if rec["verdict"] == "error"}),
             "missed": sorted(set(breaks) & judged_reqs - set(killed_reqs)),
+            # every declared requirement that ran is a documented deviation here: nothing it must kill
+            "deviation_only": bool(set(breaks) & ran_reqs) and not set(breaks) & judged_reqs,
             # a cell of it fails with a known bug and none of its provable cells ran under this mutation
             "known_failure": sorted(set(breaks) & known_reqs - ran_reqs),
             "not_run": sorted(set(breaks) - ran_reqs - known_reqs),
@@ -72,7 +74,8 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
     for c, info in cases.items():
         info["killed_by"] = sorted(killers.get(c, []))
     mut = by_mutation.values()
-    blind = sorted(m["name"] for m in mut if m["exercised"] and not m["killed_requirements"] and not m["known_failure"])
+    blind = sorted(m["name"] for m in mut if m["exercised"] and not m["killed_requirements"] and not m["known_failure"]
+                   and not m["deviation_only"])
     unexercised = sorted(m["name"] for m in mut if not m["exercised"])
     unproven = sorted(c for c in provable if c not in killers)
     # A documented deviation that no mutation changed: the broker never reaches the state the
@@ -82,7 +85,7 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
     clean_errors = sorted(c for c, info in cases.items() if info["clean"] == "error")
     misattributed = [{"mutation": m["name"], "expected": m["breaks"], "caught_by": m["killed_requirements"]}
                      for m in mut if m["killed_requirements"] and m["breaks"] and not set(m["breaks"]) & set(m["killed_requirements"])
-                     and not m["known_failure"]]
+                     and not m["known_failure"] and not m["deviation_only"]]
     missed = [{"mutation": m["name"], "requirements": m["missed"]} for m in mut if m["missed"]]
     undeclared = sorted(m["name"] for m in mut if not m["declared"])
     unproven_must = [c for c in unproven if cases[c]["level"] == "MUST" and c not in unproven_deviation]
