@@ -352,6 +352,13 @@ class Adapter(abc.ABC):
     def library_version(self) -> str:
         return "unknown"
 
+    def declarable(self, server: ServerInfo, spec: QueueSpec) -> str | None:
+        """Why a queue such as ``spec`` cannot be declared against ``server`` at all, when the adapter
+        (or the admin backend it uses for that server) knows it before anything is sent; None when it
+        can, or can only learn it from the broker's answer (a refusal on the wire is a verdict). The
+        run poses no configured cell of such a queue (conformance.runner.posed)."""
+        return None
+
     def server_capabilities(self, server: ServerInfo) -> frozenset[str] | None:
         """What this adapter can express against ``server`` (the run's probe), when that depends on the
         server: e.g. an AMQP 1.0 adapter whose queue administration goes through a backend chosen by

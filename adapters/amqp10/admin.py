@@ -236,6 +236,13 @@ def backend_capabilities(product: str) -> frozenset[str]:
     return backend.capabilities if backend is not None else ProtocolCounter.capabilities
 
 
+def declarable(product: str, spec: QueueSpec) -> str | None:
+    """Why the admin backend for ``product`` cannot declare ``spec`` at all (None: it can, or only
+    the broker's answer tells: RabbitMQ's side session sends every argument and reads the refusal)."""
+    check = getattr(BACKENDS.get(product.lower()), "declarable", None)
+    return check(spec) if callable(check) else None
+
+
 def admin_for(product: str, url: str, *, op_timeout: float | None, adapter: type[Adapter]) -> QueueAdmin:
     """The backend for the server the AMQP 1.0 ``adapter`` connected to."""
     backend = BACKENDS.get(product.lower())

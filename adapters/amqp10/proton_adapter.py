@@ -40,6 +40,7 @@ from proton import Delivery as PnDelivery
 from proton.reactor import Container
 
 from adapters.amqp10.admin import QueueAdmin, admin_for, backend_capabilities
+from adapters.amqp10.admin import declarable as admin_declarable
 from adapters.amqp10.plain import plain as _plain
 from adapters.amqp10.tls import tls_client as _tls_client
 from conformance.api import (
@@ -1268,6 +1269,9 @@ class ProtonAdapter(Adapter):
         (adapters.amqp10.admin: RabbitMQ's 0-9-1 side session and qpidd's QMF add typed queues with
         arguments, exchanges and durability; a broker with no backend adds nothing)."""
         return self.capabilities | backend_capabilities(server.product)
+
+    def declarable(self, server: ServerInfo, spec: QueueSpec) -> str | None:
+        return admin_declarable(server.product, spec)
 
     def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:
         return ProtonConnection(url, timeout=timeout, name=name, op_timeout=op_timeout or OP_TIMEOUT_S)

@@ -226,6 +226,15 @@ class QmfAdmin:
     #: What this backend declares (conformance/catalogue/data/capabilities.yaml).
     capabilities = frozenset({"queue.arguments", "exchanges", "queue.durability"})
 
+    @staticmethod
+    def declarable(spec: QueueSpec) -> str | None:
+        """Why qpidd cannot have a queue such as ``spec`` (qmf-arguments.yaml), known before anything is sent."""
+        try:
+            queue_properties(spec)
+        except TargetCannot as exc:
+            return str(exc)
+        return None
+
     def __init__(self, url: str, *, op_timeout: float | None) -> None:
         self._url = url
         self._timeout = op_timeout or 30.0

@@ -120,6 +120,10 @@ def summarize(run: dict[str, Any], records: list[dict[str, Any]], out: Path) -> 
 
     if tally(records):  # which of its three meanings each unsupported case has
         console.print(tally(records), markup=False, highlight=False)
+    from conformance.runner.posed import summary
+
+    if summary(run.get("not_posed") or {}):
+        console.print(summary(run.get("not_posed") or {}), markup=False, highlight=False, soft_wrap=True)
     problems = [r for r in records if r["verdict"] in ("fail", "error", "blocked", "deviation")]
     if problems:  # their Expected / Actual blocks were printed as each was decided (conformance.runner.progress)
         known = sum(1 for r in problems if r.get("known_bug"))

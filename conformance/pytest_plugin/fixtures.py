@@ -13,6 +13,7 @@ from conformance.kit.case import Case
 from conformance.pytest_plugin.stash import DEADLINE, STASH_RESULT, planned, state_of
 from conformance.runner.case_runner import CaseCall, Ended, run_case
 from conformance.runner.deadline import Deadline
+from conformance.runner.posed import why_not_posed
 from conformance.runner.records import ATTEMPT_ID
 from conformance.runner.shared_faults import PlannedCase
 
@@ -31,6 +32,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         qts = ("classic", "quorum")
     if cls.configurations and configurable(state):
         qts = cell_types(qts, cls.configurations)
+    if state is not None:  # only the cells this broker can have (conformance.runner.posed)
+        qts = tuple(q for q in qts if why_not_posed(state, q) is None)
+        if not qts:
+            metafunc.parametrize("queue_type", [pytest.param(None, marks=pytest.mark.conformance_not_posed)], ids=["not-posed"])
+            return
     metafunc.parametrize("queue_type", qts, ids=[q or "default" for q in qts])
     if cls.variants:
         metafunc.parametrize("variant", cls.variants)

@@ -25,6 +25,7 @@ def option_values(config: pytest.Config) -> dict[str, Any]:
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance: a requirement-traced conformance case")
+    config.addinivalue_line("markers", "conformance_not_posed: a case none of whose queue types this broker can have (deselected)")
     values = option_values(config)
     worker = getattr(config, "workerinput", None)
     try:

@@ -30,7 +30,7 @@ from conformance.catalogue.requirements import catalogue_digest
 from conformance.errors import ConformanceError, NoReply, OperationTimeout, TargetError, UsageError
 from conformance.nemesis.cluster import merge_mutation_stats, mutated_node_urls
 from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
-from conformance.runner import allure, hangs, judged, preflight, records
+from conformance.runner import allure, hangs, judged, posed, preflight, records
 from conformance.runner.options import check
 from conformance.runner.results import ResultsWriter, read_results, read_run
 from conformance.runner.state import RunState
@@ -93,6 +93,7 @@ def start(values: Mapping[str, Any], worker: Mapping[str, Any] | None = None) ->
         server = _probe_server(adapter, url)
         profile = select_profile(server.product, server.version, adapter.protocol, values.get("profile"))
         offered = server_capabilities(adapter, server)
+        not_posed = posed.undeclarable(adapter, server, profile)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the user gets one line, the node is stopped
         _give_up(scrub(one_line(exc)), out, worker, target, mutation_proxy, bool(values.get("attach_target")))
     state = RunState(
@@ -109,6 +110,7 @@ def start(values: Mapping[str, Any], worker: Mapping[str, Any] | None = None) ->
         mutation=values.get("mutation"),
         target_name=(worker or {}).get("conformance_target_name") or None,
         capabilities=offered,
+        not_posed=not_posed,
     )
     # --- preflight: the controller runs it once; workers get its records --------------------------
     if worker is not None:
@@ -154,6 +156,7 @@ def record_start(state: RunState, values: Mapping[str, Any], allure_dir: str | N
                 "repeat": values.get("repeat"),
                 "status": "running",
                 "preflight": [c.as_record() for c in state.preflight],
+                "not_posed": dict(state.not_posed),
             }
         )
 

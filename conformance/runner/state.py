@@ -49,6 +49,9 @@ class RunState:
     #: server_capabilities): its protocol's capabilities plus what depends on the server; None for
     #: an adapter that declares none.
     capabilities: frozenset[str] | None = None
+    #: Configured cell types ("classic+delivery-limit") the run does not pose, each with why
+    #: (conformance.runner.posed): the adapter knows before anything is sent that it cannot declare them.
+    not_posed: dict[str, str] = field(default_factory=dict)
 
     @property
     def target_label(self) -> str:
