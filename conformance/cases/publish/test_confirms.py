@@ -40,8 +40,8 @@ def burst(session: Session, queue: str, ids: list[str], **kw: Any) -> list[dict[
     try:
         return [event_obs(e) for e in session.publish_pipelined(queue, [(m, m.encode()) for m in ids],
                                                                window=CONFIRM_WINDOW_S, **kw)]
-    except ChannelClosed as exc:
-        return [{"kind": "closed", "code": exc.code, "text": exc.text, "hard": exc.hard}]
+    except ChannelClosed as exc:  # what the broker said before it (an AMQP 1.0 adapter keeps it) is kept too
+        return [event_obs(e) for e in getattr(exc, "events", [])] + [{"kind": "closed", "code": exc.code, "text": exc.text, "hard": exc.hard}]
     except ConnectionLost as exc:  # the connection an earlier burst's answer closed, or a cut
         return [{"kind": "closed", "code": 0, "text": str(exc), "hard": True}]
 
