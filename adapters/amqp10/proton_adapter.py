@@ -250,20 +250,6 @@ class _Sender(_Link):
             d.settle()
 
 
-class _RecordingSender(_Link):
-    """A sending link that settles nothing itself: it records every disposition the broker sends for
-    each delivery, so a delivery settled twice, or whose outcome changes, can be seen."""
-
-    def __init__(self, session: ProtonSession, link: Any, address: str) -> None:
-        super().__init__(session, link, address)
-        self.updates: dict[str, list[str]] = {}  # by delivery tag (proton wraps a delivery anew per event)
-
-    def on_delivery(self, d: Any) -> None:
-        if d.remote_state or d.settled:
-            name = STATE_NAMES.get(d.remote_state, f"state 0x{d.remote_state:x}" if d.remote_state else "no outcome")
-            self.updates.setdefault(str(d.tag), []).append(name + (" settled" if d.settled else ""))
-
-
 class _PipelineSender(_Link):
     """A sending link of :meth:`ProtonSession.publish_pipelined`: every disposition the broker sends
     for one of its transfers becomes a publisher event of the session, in arrival order (accepted:
@@ -710,34 +696,6 @@ class ProtonSession(Session):
                     d.settle()
             loop.pump()
         return list(self._pipeline_events[start:])
-
-    def settlements(self, queue: str, ids: list[str], timeout: float) -> dict[str, list[str]]:
-        """Send one unsettled message per id on a link of its own and return, per id, every
-        disposition the broker sent for it ("accepted settled", ...), read after all were settled and a
-        round trip on the session (an attach and detach the broker answers after what it sent before)."""
-        self._check()
-        address = self._address(queue)
-        link = self._ssn.sender(f"{queue}-o-{uuid.uuid4().hex[:6]}")
-        link.target.address = address
-        link.target.durability = Terminus.DELIVERIES
-        link.snd_settle_mode = Link.SND_UNSETTLED
-        s = _RecordingSender(self, link, address)
-        s.open(f"a sending link to {address}")
-        loop = self._loop
-        sent = []
-        for mid in ids:
-            loop.wait(lambda: s.link.credit > 0 or s.remote_closed, f"credit to send to {address}", timeout)
-            sent.append((mid, s.link.send(Message(body=mid.encode(), id=mid, durable=False))))
-        try:
-            loop.wait(lambda: all(d.settled for _, d in sent) or s.remote_closed or self._remote_closed, f"the settlement of {len(ids)} transfers", timeout)
-        except OperationTimeout:
-            pass
-        self._probe(address)
-        out = {mid: list(s.updates.get(str(d.tag), [])) for mid, d in sent}
-        for _, d in sent:
-            d.settle()
-        s.close()
-        return out
 
     def transfer(self, queue: str, body: bytes, *, message_id: str, timeout: float) -> str:
         """Send one message unsettled and return how the broker settled it: its outcome's name (with

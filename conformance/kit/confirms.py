@@ -20,8 +20,8 @@ CONFIRMS = ("ack", "nack")
 
 def event_obs(e: Any) -> dict[str, Any]:
     """One conformance.api.PublisherEvent as the plain data a verdict judges."""
-    if e.kind in CONFIRMS:
-        return {"kind": e.kind, "tag": e.tag, "multiple": e.multiple}
+    if e.kind in CONFIRMS:  # an AMQP 1.0 confirm names its transfer's message too (and the outcome)
+        return {"kind": e.kind, "tag": e.tag, "multiple": e.multiple, **({"id": e.message_id, "outcome": e.text} if e.message_id else {})}
     if e.kind == "return":
         return {"kind": "return", "code": e.code, "id": e.message_id}
     if e.kind == "unsettled-outcome":  # AMQP 1.0: an outcome the broker stated without settling the transfer
