@@ -675,7 +675,10 @@ class ProtonSession(Session):
                 pass  # an outcome that never came is an absent event, not an error
             if ended():
                 raise broken()
-            self._probe(address)
+            try:
+                self._probe(address)
+            except (ChannelClosed, ConnectionLost):
+                raise broken() from None
             if ended():
                 raise broken()
             if commit:
@@ -685,8 +688,13 @@ class ProtonSession(Session):
                 except ChannelClosed as exc:
                     exc.events = list(self._pipeline_events[start:])  # type: ignore[attr-defined]
                     raise
+                except ConnectionLost:
+                    raise broken() from None
                 self._pipeline_events.append(PublisherEvent("commit-ok"))
-                self._probe(address)
+                try:
+                    self._probe(address)
+                except (ChannelClosed, ConnectionLost):
+                    raise broken() from None
                 self._pipeline_events.append(PublisherEvent("sync-ok"))
         except OperationTimeout:
             pass
@@ -786,15 +794,24 @@ class ProtonSession(Session):
         self._loop.pump()
         return "settled by the broker"
 
-    def attach_answer(self, queue: str, timeout: float) -> dict[str, Any]:
-        """Attach a receiving link from ``queue``'s address (no credit) and report, as data, how the
-        broker answered (transport 2.6.3, 2.6.5): whether its attach named a source, then whether it
-        detached the link and with which error; a link it took is detached again."""
+    def attach_answer(self, queue: str, timeout: float, *, exchange: str = "") -> dict[str, Any]:
+        """Attach a receiving link from ``queue``'s address (no credit), or with ``exchange`` a sending
+        link to that exchange's address (``queue`` its routing key: publishing there, sending nothing),
+        and report, as data, how the broker answered (transport 2.6.3, 2.6.5): whether its attach named
+        the terminus (a source, or a target), then whether it detached the link and with which error;
+        a link it took is detached again."""
         self._check()
-        address = self._address(queue)
-        link = self._ssn.receiver(f"{queue}-p-{uuid.uuid4().hex[:6]}")
-        link.source.address = address
-        link.target.address = None
+        sending = bool(exchange)
+        address = self._target(queue, exchange)[0] if sending else self._address(queue)
+        terminus = "target" if sending else "source"
+        if sending:
+            link = self._ssn.sender(f"{queue}-p-{uuid.uuid4().hex[:6]}")
+            link.target.address = address
+            link.source.address = None
+        else:
+            link = self._ssn.receiver(f"{queue}-p-{uuid.uuid4().hex[:6]}")
+            link.source.address = address
+            link.target.address = None
         probe = _AttachProbe(self, link, address)
         loop = self._loop
         link.open()
@@ -807,10 +824,10 @@ class ProtonSession(Session):
         if self._remote_closed:
             out["attach"] = "session ended: " + _condition_error(self._error, "").text.lstrip(": ")
             return out
-        src = link.remote_source
-        out["attach"] = "source" if src.type != Terminus.UNSPECIFIED or src.address else "no source"
-        out["source_address"] = src.address
-        if out["attach"] == "source" and not probe.remote_closed:
+        src = link.remote_target if sending else link.remote_source
+        out["attach"] = terminus if src.type != Terminus.UNSPECIFIED or src.address else f"no {terminus}"
+        out[f"{terminus}_address"] = src.address
+        if out["attach"] == terminus and not probe.remote_closed:
             probe.close(timeout)  # the broker took the link (it has, or made, a node there): nothing more to see
             return out
         try:
@@ -1387,6 +1404,7 @@ class ProtonAdapter(Adapter):
         "frames.split-message", "publish.priority",  # a transfer split with more=true; header priority
         # unsettled transfers sent back to back, each disposition the broker sends one event (publish_pipelined)
         "publish.pipelined",
+        "publish.empty-body",  # a data section of zero octets
     })
 
     def server_capabilities(self, server: ServerInfo) -> frozenset[str]:
