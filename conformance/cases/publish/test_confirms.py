@@ -13,7 +13,7 @@ from typing import Any
 
 from conformance.api import AckMode, Session
 from conformance.catalogue.profiles import Profile
-from conformance.errors import ChannelClosed, ConnectionLost
+from conformance.errors import ChannelClosed, ConnectionLost, TargetCannot
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.confirms import event_obs, ledger, sequence
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
@@ -92,7 +92,11 @@ class TestEachPublishConfirmedOnce(Case):
         publisher.publish(q, b"m0", message_id="m0")
         ids = [f"m{i}" for i in range(1, BURST + 1)]
         events = burst(publisher, q, ids)
-        return {"before": ["m0"], "published": ids, "events": events, "ready": ctx.stats(q).ready}
+        try:
+            ready = ctx.stats(q).ready
+        except TargetCannot:  # a target that cannot count (no admin, no browsing): what a drain proves is there
+            ready = len(ctx.drain(q))
+        return {"before": ["m0"], "published": ids, "events": events, "ready": ready}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         led = ledger(obs["events"], len(obs["published"]))
