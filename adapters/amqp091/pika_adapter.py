@@ -527,7 +527,7 @@ class PikaAdapter(Adapter):
     features = frozenset({"nack", "recover", "multiple", "qos", "tx", "confirms"})
     #: What AMQP 0-9-1 can express (conformance/catalogue/data/capabilities.yaml): the requirements that apply.
     capabilities = frozenset({
-        "get.empty-reply", "consume.exclusive", "consume.many-per-session", "consume.tags", "queue.exclusive", "prefetch.size", "publish.priority", "publish.pipelined",
+        "get.empty-reply", "consume.exclusive", "consume.many-per-session", "consume.tags", "queue.exclusive", "prefetch.size", "publish.priority", "publish.pipelined", "publish.returns", "publish.empty-body",
         "frames.split-message", "publish.priority-levels",
         "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "ack.multiple", "ack.range", "ack.tag-errors", "delivery-tag.numbered",
         "client-failover", "consumer-cancel.keeps-unacked", "content-frames", "exchanges", "frame-faults", "get",

@@ -50,6 +50,7 @@ from conformance.api import (
     Connection,
     Consumer,
     Delivery,
+    PublisherEvent,
     QueueSpec,
     QueueStats,
     ServerInfo,
@@ -95,8 +96,9 @@ UNENCODED_TYPES = ("Decimal",)
 
 OUTCOMES = {"accepted": PnDelivery.ACCEPTED, "released": PnDelivery.RELEASED, "rejected": PnDelivery.REJECTED, "modified": PnDelivery.MODIFIED}
 STATE_NAMES = {v: k for k, v in OUTCOMES.items()}
-#: AMQP 1.0 transactions 4.5.5: the declared outcome (descriptor 0x33).
+#: AMQP 1.0 transactions 4.5.5: the declared outcome (descriptor 0x33), transactional-state (0x34).
 DECLARED = 0x33
+TRANSACTIONAL_STATE = 0x34
 #: The rule a declare's answer is judged by (conformance/catalogue/data/rules/amqp-1.0.yaml).
 DECLARE_RULE = "amqp-1.0 4.3 declare error"
 SETTLE_MODES = {Link.SND_UNSETTLED: "unsettled", Link.SND_SETTLED: "settled", Link.SND_MIXED: "mixed"}
@@ -249,18 +251,42 @@ class _Sender(_Link):
             d.settle()
 
 
-class _RecordingSender(_Link):
-    """A sending link that settles nothing itself: it records every disposition the broker sends for
-    each delivery, so a delivery settled twice, or whose outcome changes, can be seen."""
+class _PipelineSender(_Link):
+    """A sending link of :meth:`ProtonSession.publish_pipelined`: every disposition the broker sends
+    for one of its transfers becomes a publisher event of the session, in arrival order (accepted:
+    ``ack``, any other outcome: ``nack``, each naming the transfer's sequence number). Nothing is
+    settled here while a call waits, so a second disposition for a delivery is seen, not dropped."""
 
-    def __init__(self, session: ProtonSession, link: Any, address: str) -> None:
+    def __init__(self, session: "ProtonSession", link: Any, address: str) -> None:
         super().__init__(session, link, address)
-        self.updates: dict[str, list[str]] = {}  # by delivery tag (proton wraps a delivery anew per event)
+        self.seq: dict[str, tuple[int, str]] = {}  # delivery tag -> (sequence number, message id)
 
     def on_delivery(self, d: Any) -> None:
-        if d.remote_state or d.settled:
-            name = STATE_NAMES.get(d.remote_state, f"state 0x{d.remote_state:x}" if d.remote_state else "no outcome")
-            self.updates.setdefault(str(d.tag), []).append(name + (" settled" if d.settled else ""))
+        if not (d.remote_state or d.settled):
+            return
+        seq, mid = self.seq.get(str(d.tag), (0, None))
+        state = d.remote_state
+        if state == TRANSACTIONAL_STATE:  # transactions 4.4.1: the presumptive outcome inside the state
+            outcome = _txn_outcome(d.remote.data)
+            kind = "nack" if outcome not in (None, PnDelivery.ACCEPTED) else "ack"
+        else:
+            outcome = state
+            kind = "ack" if state == PnDelivery.ACCEPTED else "nack"
+        name = STATE_NAMES.get(outcome, f"state 0x{outcome:x}" if outcome else "no outcome")
+        cond = d.remote.condition
+        # A confirm is the broker's settlement (rcv-settle-mode first, transport 2.7.5); an outcome it
+        # states without settling is no confirm yet, kept as an event of its own.
+        self.session._pipeline_events.append(PublisherEvent(
+            kind if d.settled else "unsettled-outcome", tag=seq, message_id=mid,
+            text=name + (" settled" if d.settled else " unsettled") + (f" ({cond.name})" if cond is not None else "")))
+
+
+def _txn_outcome(data: Any) -> int | None:
+    """The outcome a transactional-state (transactions 4.5.5: txn-id, outcome) carries, by descriptor."""
+    for v in data or []:
+        if isinstance(v, Described):
+            return int(v.descriptor)
+    return None
 
 
 class _AttachProbe(_Link):
@@ -430,6 +456,10 @@ class ProtonSession(Session):
         self._last_address: str | None = None
         #: A delivery of this session was released (or modified) since get() last counted (see get()).
         self._released_since_count = False
+        #: publish_pipelined: its links by address, the transfers sent so far (sequence numbers), the events
+        self._pipelines: dict[str, _PipelineSender] = {}
+        self._pipelined = 0
+        self._pipeline_events: list[PublisherEvent] = []
 
     # -- plumbing --------------------------------------------------------------------------------
 
@@ -473,8 +503,19 @@ class ProtonSession(Session):
             presettled=presettled,
         )
 
-    def _sender(self, queue: str) -> _Sender:
-        address = self._address(queue)
+    def _target(self, queue: str, exchange: str) -> tuple[str, str | None]:
+        """The address a publish goes to, and the message subject: ``queue``'s node, or with
+        ``exchange`` the exchange's node with ``queue`` as the routing key (where the run's admin
+        backend declares exchanges: qpidd's exchanges are nodes addressed by name, a message's
+        subject its routing key; RabbitMQ's plugin addresses /exchange/<name>/<routing key>)."""
+        if not exchange:
+            return self._address(queue), None
+        if "exchanges" not in backend_capabilities(self._conn.server.product):
+            raise Unsupported(f"AMQP 1.0 addresses nodes: {self._conn.server.product} has no exchange node to publish to")
+        return self._conn.exchange_address(exchange, queue), queue
+
+    def _sender(self, queue: str, exchange: str = "") -> _Sender:
+        address, _ = self._target(queue, exchange)
         s = self._senders.get(address)
         if s is None or s.remote_closed:
             link = self._ssn.sender(f"{queue}-s-{uuid.uuid4().hex[:6]}")
@@ -519,11 +560,11 @@ class ProtonSession(Session):
     def publish(self, queue: str, body: bytes, *, message_id: str | None = None, persistent: bool = False,
                 headers: dict[str, Any] | None = None, expiration_ms: int | None = None, priority: int | None = None,
                 exchange: str = "") -> None:
-        if exchange:
-            raise Unsupported("AMQP 1.0 addresses nodes, not exchanges with routing keys")
         self._check()
-        s = self._sender(queue)
+        s = self._sender(queue, exchange)
         msg = Message(body=body, id=message_id, durable=persistent)  # durable set explicitly: brokers differ on its default
+        if exchange:
+            msg.subject = queue  # the routing key (qpidd's exchanges route by subject)
         if priority is not None:
             msg.priority = priority
         if headers:
@@ -557,33 +598,113 @@ class ProtonSession(Session):
             # the broker did not take the message (0-9-1's nack): the neutral API's refused publish
             raise PublishNotConfirmed(f"publish of {message_id} to {s.address} not accepted: broker answered {name}" + (f" ({cond.name}: {cond.description})" if cond else ""))
 
-    def settlements(self, queue: str, ids: list[str], timeout: float) -> dict[str, list[str]]:
-        """Send one unsettled message per id on a link of its own and return, per id, every
-        disposition the broker sent for it ("accepted settled", ...), read after all were settled and a
-        round trip on the session (an attach and detach the broker answers after what it sent before)."""
+    def publish_pipelined(self, queue: str, messages: list[tuple[str, bytes]], *, mandatory: bool = False,
+                          exchange: str = "", commit: bool = False, window: float = 5.0) -> list[PublisherEvent]:
+        """AMQP 1.0: each message one unsettled transfer on a sending link of this session, sent back
+        to back as the link's credit allows, never waiting for an outcome between them. The broker's
+        dispositions are the confirms (transport 2.6.12: the receiver settles a delivery once it has
+        decided its outcome; messaging 3.4): accepted is ``ack``, rejected, released or modified is
+        ``nack`` (never ``multiple``: a disposition over first..last is one event per delivery), each
+        naming the transfer's sequence number on this session, counted from 1 across calls. The call
+        waits until every transfer is settled (or ``window`` ends), then makes a round trip (a probe
+        attach and detach on the address), so a second disposition of a delivery sent at once is among
+        the events; only then does it settle the deliveries on its side.
+
+        ``mandatory``: over AMQP 1.0 every transfer to a node gets its outcome, so the publisher always
+        learns of a message the node did not take; there is no basic.return (no ``return`` event).
+        ``commit``: the transfers carry the session's transaction (transactional-state, transactions
+        4.4.1; a disposition's presumptive outcome is an event as above), then a round trip
+        (``sync-ok``), the discharge (``commit-ok`` when accepted; a rejected discharge raises
+        ChannelClosed, as the commit's failure) and another round trip. A link or session the broker
+        ends raises ChannelClosed carrying the events received before it (``events``)."""
         self._check()
-        address = self._address(queue)
-        link = self._ssn.sender(f"{queue}-o-{uuid.uuid4().hex[:6]}")
-        link.target.address = address
-        link.target.durability = Terminus.DELIVERIES
-        link.snd_settle_mode = Link.SND_UNSETTLED
-        s = _RecordingSender(self, link, address)
-        s.open(f"a sending link to {address}")
+        address, subject = self._target(queue, exchange)
+        txn = self._current_txn() if commit else None
+        if commit and txn is None:
+            raise ChannelClosed(406, "not in a transaction (select_tx was never called)")
+        p = self._pipelines.get(address)
+        if p is None or p.remote_closed:
+            link = self._ssn.sender(f"{queue}-pp-{uuid.uuid4().hex[:6]}")
+            link.target.address = address
+            link.target.durability = Terminus.DELIVERIES
+            link.snd_settle_mode = Link.SND_UNSETTLED
+            p = _PipelineSender(self, link, address)
+            p.open(f"a sending link to {address}")
+            self._pipelines[address] = p
+        self._last_address = address
         loop = self._loop
+        start = len(self._pipeline_events)
+        end = time.monotonic() + window
         sent = []
-        for mid in ids:
-            loop.wait(lambda: s.link.credit > 0 or s.remote_closed, f"credit to send to {address}", timeout)
-            sent.append((mid, s.link.send(Message(body=mid.encode(), id=mid, durable=False))))
+
+        def ended() -> bool:
+            return p.remote_closed or self._remote_closed or loop.lost is not None
+
+        def broken() -> ChannelClosed:
+            events = self._pipeline_events[start:]
+            if loop.lost is not None:
+                exc = _condition_error(loop.conn_error, "connection closed by broker", hard=True) if loop.conn_error is not None \
+                    else ChannelClosed(0, f"connection lost: {loop.lost}", hard=True)
+            elif self._remote_closed:
+                exc = _condition_error(self._error, "session ended by broker")
+            else:
+                exc = _condition_error(p.error, f"broker detached the link to {address}")
+            exc.events = list(events)  # type: ignore[attr-defined]
+            return exc
+
         try:
-            loop.wait(lambda: all(d.settled for _, d in sent) or s.remote_closed or self._remote_closed, f"the settlement of {len(ids)} transfers", timeout)
+            for mid, body in messages:
+                if p.link.credit <= 0:
+                    loop.wait(lambda: p.link.credit > 0 or ended(), f"credit to send to {address}", max(0.0, end - time.monotonic()))
+                if ended():
+                    raise broken()
+                msg = Message(body=body, id=mid, durable=False)
+                if subject is not None:
+                    msg.subject = subject
+                d = p.link.send(msg)
+                if txn is not None:
+                    d.local.data = [txn]
+                    d.update(TRANSACTIONAL_STATE)
+                self._pipelined += 1
+                p.seq[str(d.tag)] = (self._pipelined, mid)
+                sent.append(d)
+            loop.pump()
+            try:
+                loop.wait(lambda: all(d.settled for d in sent) or ended(), f"the outcomes of {len(sent)} transfers to {address}",
+                          max(0.0, end - time.monotonic()))
+            except OperationTimeout:
+                pass  # an outcome that never came is an absent event, not an error
+            if ended():
+                raise broken()
+            try:
+                self._probe(address)
+            except (ChannelClosed, ConnectionLost):
+                raise broken() from None
+            if ended():
+                raise broken()
+            if commit:
+                self._pipeline_events.append(PublisherEvent("sync-ok"))
+                try:
+                    self._discharge(False)
+                except ChannelClosed as exc:
+                    exc.events = list(self._pipeline_events[start:])  # type: ignore[attr-defined]
+                    raise
+                except ConnectionLost:
+                    raise broken() from None
+                self._pipeline_events.append(PublisherEvent("commit-ok"))
+                try:
+                    self._probe(address)
+                except (ChannelClosed, ConnectionLost):
+                    raise broken() from None
+                self._pipeline_events.append(PublisherEvent("sync-ok"))
         except OperationTimeout:
             pass
-        self._probe(address)
-        out = {mid: list(s.updates.get(str(d.tag), [])) for mid, d in sent}
-        for _, d in sent:
-            d.settle()
-        s.close()
-        return out
+        finally:
+            for d in sent:
+                if not d.settled:
+                    d.settle()
+            loop.pump()
+        return list(self._pipeline_events[start:])
 
     def transfer(self, queue: str, body: bytes, *, message_id: str, timeout: float) -> str:
         """Send one message unsettled and return how the broker settled it: its outcome's name (with
@@ -674,15 +795,24 @@ class ProtonSession(Session):
         self._loop.pump()
         return "settled by the broker"
 
-    def attach_answer(self, queue: str, timeout: float) -> dict[str, Any]:
-        """Attach a receiving link from ``queue``'s address (no credit) and report, as data, how the
-        broker answered (transport 2.6.3, 2.6.5): whether its attach named a source, then whether it
-        detached the link and with which error; a link it took is detached again."""
+    def attach_answer(self, queue: str, timeout: float, *, exchange: str = "") -> dict[str, Any]:
+        """Attach a receiving link from ``queue``'s address (no credit), or with ``exchange`` a sending
+        link to that exchange's address (``queue`` its routing key: publishing there, sending nothing),
+        and report, as data, how the broker answered (transport 2.6.3, 2.6.5): whether its attach named
+        the terminus (a source, or a target), then whether it detached the link and with which error;
+        a link it took is detached again."""
         self._check()
-        address = self._address(queue)
-        link = self._ssn.receiver(f"{queue}-p-{uuid.uuid4().hex[:6]}")
-        link.source.address = address
-        link.target.address = None
+        sending = bool(exchange)
+        address = self._target(queue, exchange)[0] if sending else self._address(queue)
+        terminus = "target" if sending else "source"
+        if sending:
+            link = self._ssn.sender(f"{queue}-p-{uuid.uuid4().hex[:6]}")
+            link.target.address = address
+            link.source.address = None
+        else:
+            link = self._ssn.receiver(f"{queue}-p-{uuid.uuid4().hex[:6]}")
+            link.source.address = address
+            link.target.address = None
         probe = _AttachProbe(self, link, address)
         loop = self._loop
         link.open()
@@ -695,10 +825,10 @@ class ProtonSession(Session):
         if self._remote_closed:
             out["attach"] = "session ended: " + _condition_error(self._error, "").text.lstrip(": ")
             return out
-        src = link.remote_source
-        out["attach"] = "source" if src.type != Terminus.UNSPECIFIED or src.address else "no source"
-        out["source_address"] = src.address
-        if out["attach"] == "source" and not probe.remote_closed:
+        src = link.remote_target if sending else link.remote_source
+        out["attach"] = terminus if src.type != Terminus.UNSPECIFIED or src.address else f"no {terminus}"
+        out[f"{terminus}_address"] = src.address
+        if out["attach"] == terminus and not probe.remote_closed:
             probe.close(timeout)  # the broker took the link (it has, or made, a node there): nothing more to see
             return out
         try:
@@ -1183,6 +1313,17 @@ class ProtonConnection(Connection):
 
         return self._prefix + (quote(queue, safe="") if self._prefix == "/queues/" else queue)
 
+    def exchange_address(self, exchange: str, routing_key: str) -> str:
+        """The address of ``exchange`` (with ``routing_key`` where the address carries it): RabbitMQ 3.x's
+        plugin /exchange/<name>/<key>, 4.x /exchanges/<name>/<key>; elsewhere the exchange's node name."""
+        from urllib.parse import quote
+
+        if self._prefix == "/queues/":
+            return f"/exchanges/{quote(exchange, safe='')}/{quote(routing_key, safe='')}"
+        if self._prefix:
+            return f"/exchange/{exchange}/{routing_key}"
+        return exchange
+
     @property
     def admin(self) -> QueueAdmin:
         if self._admin is None:
@@ -1262,6 +1403,9 @@ class ProtonAdapter(Adapter):
         # wire as one disposition first..last (transport 2.7.6); prefetch is link credit renewed per settlement.
         "ack.range", "prefetch.count",
         "frames.split-message", "publish.priority",  # a transfer split with more=true; header priority
+        # unsettled transfers sent back to back, each disposition the broker sends one event (publish_pipelined)
+        "publish.pipelined",
+        "publish.empty-body",  # a data section of zero octets
     })
 
     def server_capabilities(self, server: ServerInfo) -> frozenset[str]:

@@ -127,3 +127,24 @@ def settled_as_expected(obs: dict[str, Any], what: str, *, back: tuple[int, ...]
         all_requeued(obs["back"], obs["held"]),
         returned_exactly(obs["remaining"], still_held, what=f"left in the queue after {what} and channel.close"),
     )
+
+
+def no_node_refused(a: dict[str, Any], what: str = "from") -> Verdict:
+    """An attach from (a receiver's source) or to (a sender's target) an address with no node behind it,
+    as the adapter reported the broker's answer: its attach naming no terminus, then at once a detach
+    of the link carrying the error (transport 2.6.3, 2.6.5), unless the broker created the node."""
+    attach, detach, error = a.get("attach", ""), a.get("detach"), a.get("error")
+    terminus = "target" if attach in ("target", "no target") else "source"
+    created = attach == terminus and detach is None  # the adapter detaches a link the broker took
+    cond = (error or {}).get("condition")
+    answered = attach in (terminus, f"no {terminus}")
+    return first_failure(
+        holds(answered, expected=f"the broker answers the attach {what} {a['address']} with its own attach",
+              observed=attach, key=None if answered else "attach-" + attach.split(" ")[0]),
+        # 2.6.3 MAY: a broker that creates the node attaches it like any other (nothing more to judge).
+        holds(created or detach == "detached", expected="an attach with no terminus, then at once a detach of the link (2.6.3)",
+              observed=f"attach with {attach}, then {detach or 'the link stayed attached'}",
+              key=None if created or detach == "detached" else "no-detach" if (detach or "").startswith("no detach") else "session-ended"),
+        holds(created or cond is not None, expected="the detach carries the error in its error field (2.6.5)",
+              observed=f"detach {'with error ' + str(cond) if cond else 'without an error'}", key=None if created or cond else "detach-without-error"),
+    )

@@ -20,10 +20,12 @@ CONFIRMS = ("ack", "nack")
 
 def event_obs(e: Any) -> dict[str, Any]:
     """One conformance.api.PublisherEvent as the plain data a verdict judges."""
-    if e.kind in CONFIRMS:
-        return {"kind": e.kind, "tag": e.tag, "multiple": e.multiple}
+    if e.kind in CONFIRMS:  # an AMQP 1.0 confirm names its transfer's message too (and the outcome)
+        return {"kind": e.kind, "tag": e.tag, "multiple": e.multiple, **({"id": e.message_id, "outcome": e.text} if e.message_id else {})}
     if e.kind == "return":
         return {"kind": "return", "code": e.code, "id": e.message_id}
+    if e.kind == "unsettled-outcome":  # AMQP 1.0: an outcome the broker stated without settling the transfer
+        return {"kind": e.kind, "tag": e.tag, "text": e.text}
     return {"kind": e.kind}
 
 
@@ -34,6 +36,8 @@ def brief(e: dict[str, Any]) -> str:
         return f"return({e.get('id')}, {e.get('code')})"
     if e["kind"] == "closed":
         return f"closed({e.get('code')} {e.get('text')})"
+    if e["kind"] == "unsettled-outcome":
+        return f"{e.get('text')}({e.get('tag')})"
     return str(e["kind"])
 
 

@@ -32,8 +32,6 @@ WINDOW = {"published": ["m1", "m2", "m3", "m4", "m5", "m6"], "window": 2, "credi
           "got": [dl(f"m{i}", i) for i in range(1, 7)], "detach": "answered", "after": []}
 REFUSED = {"sent": ["m1", "m2", "m3", "m4", "m5"], "limit": 2, "ready": 2, "held": ["m1", "m2"], "absent": "attach refused: amqp:not-found",
            "outcomes": {"m1": "accepted", "m2": "accepted", "m3": "rejected (amqp:resource-limit-exceeded)", "m4": "rejected", "m5": "released"}}
-ONCE = {"sent": ["m1", "m2", "m3"], "held": ["m1", "m2", "m3"],
-        "updates": {"m1": ["accepted settled"], "m2": ["accepted settled"], "m3": ["accepted settled"]}}
 DETACH = {"published": ["m1", "m2", "m3"], "held": [dl("m1", 1), dl("m2", 2), dl("m3", 3)], "detach": "answered", "session": "usable",
           "after": [dl("m2", 4, fa=False), dl("m3", 5, fa=False)], "left": []}
 
@@ -48,7 +46,6 @@ GOOD: list[Example] = [
     ex("TestSenderRefused", "rejected-over-the-limit", REFUSED),
     ex("TestSenderRefused", "quorum-takes-one-more", with_(REFUSED, held=["m1", "m2", "m3"], ready=3,
                                                             outcomes={**REFUSED["outcomes"], "m3": "accepted"}, absent="released")),
-    ex("TestSenderOneSettlement", "each-settled-once", ONCE),
     ex("TestDetachReleases", "released-to-the-same-session", DETACH),
     ex("TestDetachReleases", "released-to-a-later-receiver", with_(DETACH, after=[], left=[dl("m2", 1, fa=False), dl("m3", 2, fa=False)])),
 ]
@@ -74,13 +71,6 @@ VIOLATIONS: list[tuple[Example, str]] = [
     (ex("TestSenderRefused", "accepted-but-dropped", with_(REFUSED, held=["m1"], ready=1)), "accepted but not in the queue: [m2]"),
     (ex("TestSenderRefused", "refused-but-kept", with_(REFUSED, held=["m1", "m2", "m3"], ready=3)), "in the queue although refused: [m3]"),
     (ex("TestSenderRefused", "nowhere-accepted", with_(REFUSED, absent="accepted")), "to an address with no node: accepted"),
-    (ex("TestSenderOneSettlement", "settled-twice", with_(ONCE, updates={**ONCE["updates"], "m2": ["accepted settled", "accepted settled"]})),
-     "m2: accepted settled, accepted settled"),
-    (ex("TestSenderOneSettlement", "outcome-changed", with_(ONCE, updates={**ONCE["updates"], "m3": ["accepted settled", "released settled"]})),
-     "m3: accepted settled, released settled"),
-    (ex("TestSenderOneSettlement", "never-settled", with_(ONCE, updates={**ONCE["updates"], "m1": []})), "no disposition for [m1]"),
-    (ex("TestSenderOneSettlement", "released-but-kept", with_(ONCE, updates={**ONCE["updates"], "m1": ["released settled"]})), "m1: released settled"),
-    (ex("TestSenderOneSettlement", "accepted-but-lost", with_(ONCE, held=["m1", "m3"])), "the queue holds [m1, m3]"),
     (ex("TestDetachReleases", "unanswered", with_(DETACH, detach="no detach answer within 3s", session="not tried", after=[],
                                                   left=[dl("m2", 1, fa=False), dl("m3", 2, fa=False)])), "no detach answer"),
     (ex("TestDetachReleases", "kept-acquired", with_(DETACH, after=[], left=[])), "none of m2, m3 came"),

@@ -15,6 +15,9 @@ def ex(case: str, name: str, obs: dict[str, Any]) -> Example:
 
 NO_NODE = {"answer": {"address": "absent-1", "attach": "no source", "source_address": None, "detach": "detached",
                       "error": {"condition": "amqp:not-found", "description": "no such queue"}}}
+SENDER_NO_NODE = {"exchange": "conformance.missing.x", "attach": {"address": "conformance.missing.x", "attach": "no target", "target_address": None,
+                                                                 "detach": "detached", "error": {"condition": "amqp:not-found",
+                                                                                                 "description": "Node not found: conformance.missing.x"}}}
 TAGS = {"published": ["m1", "m2", "m3"], "got": [dl("m1", 1), dl("m2", 2), dl("m3", 3)], "tags": ["00", "01", "02"]}
 TTL = {"published": ["m1"], "sent_ttl": 600000, "got": [dl("m1")], "ttl": "599990"}
 OUTCOMES = {"published": ["m1"], "outcomes": ["amqp:accepted:list", "amqp:released:list"], "got": [dl("m1")], "detach": "answered", "after": []}
@@ -22,6 +25,9 @@ OUTCOMES = {"published": ["m1"], "outcomes": ["amqp:accepted:list", "amqp:releas
 GOOD: list[Example] = [
     ex("TestAttachNoNode", "attach-no-source-then-detach-with-error", NO_NODE),
     ex("TestAttachNoNode", "node-created-on-attach", {"answer": {"address": "absent-1", "attach": "source", "source_address": "absent-1"}}),
+    # PUBLISH-UNKNOWN-EXCHANGE-404 over AMQP 1.0: a sending link attached to an absent exchange's node (qpidd 1.39.0's answer)
+    ex("TestUnknownExchange", "sender-attach-no-target-then-detach-with-error", SENDER_NO_NODE),
+    ex("TestUnknownExchange", "exchange-node-created-on-attach", {"exchange": "x", "attach": {"address": "x", "attach": "target", "target_address": "x"}}),
     ex("TestDeliveryTagsUnique", "distinct-tags", TAGS),
     ex("TestTtlReduced", "reduced-ttl", TTL),
     ex("TestTtlReduced", "same-ttl", with_(TTL, ttl="600000")),
@@ -35,6 +41,12 @@ VIOLATIONS: list[tuple[Example, str]] = [
     (ex("TestAttachNoNode", "never-detached", with_(NO_NODE, answer={**NO_NODE["answer"], "detach": "no detach within 3s", "error": None})),
      "no detach within 3s"),
     (ex("TestAttachNoNode", "detached-without-error", with_(NO_NODE, answer={**NO_NODE["answer"], "error": None})), "without an error"),
+    (ex("TestUnknownExchange", "sender-session-ended-instead",
+        {"exchange": "x", "attach": {"address": "/exchange/x/rk", "attach": "session ended: amqp:not-found: NOT_FOUND - no exchange 'x'"}}), "session ended"),
+    (ex("TestUnknownExchange", "sender-detached-without-error", with_(SENDER_NO_NODE, attach={**SENDER_NO_NODE["attach"], "error": None})),
+     "without an error"),
+    (ex("TestUnknownExchange", "sender-left-attached-with-no-target",
+        with_(SENDER_NO_NODE, attach={**SENDER_NO_NODE["attach"], "detach": "no detach within 3s", "error": None})), "no detach within 3s"),
     (ex("TestDeliveryTagsUnique", "tag-repeated", with_(TAGS, tags=["00", "00", "01"])), "00 repeated"),
     (ex("TestDeliveryTagsUnique", "one-missing", with_(TAGS, got=TAGS["got"][:2], tags=["00", "01"])), "missing [m3]"),
     (ex("TestTtlReduced", "ttl-dropped", with_(TTL, ttl=None)), "no ttl"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.catalogue.profiles import select_profile
 from tests.verdicts.examples import Example, bad, everywhere, msgs, under_rabbit_and_baseline, verdict_tests, with_
 
 
@@ -190,8 +191,70 @@ CONFIRMS_VIOLATIONS: list[Example] = [
     bad("TestTxUnroutableReturnedOnCommit", "no-commit-ok", with_(TX_RETURN_OBS, unroutable=[SYNC, ret("t-unroutable")]), shows="then [sync-ok"),
 ]
 
-PUBLISH_GOOD: list[Example] = [*FRAMING_GOOD, *INFLIGHT_GOOD, *CONFIRMS_GOOD]
-PUBLISH_VIOLATIONS: list[Example] = [*FRAMING_VIOLATIONS, *INFLIGHT_VIOLATIONS, *CONFIRMS_VIOLATIONS]
+# The same cases over AMQP 1.0 (the proton adapter): each settled disposition one confirm, never multiple,
+# naming its transfer's message and outcome; judged with the spec-only AMQP 1.0 profile.
+SPEC10 = select_profile("Other", "1.0", "amqp-1.0")
+
+
+def acc(tag: int, mid: str | None = None) -> dict[str, Any]:
+    return {"kind": "ack", "tag": tag, "multiple": False, "id": mid or f"m{tag}", "outcome": "accepted settled"}
+
+
+def ref(tag: int, mid: str, outcome: str = "rejected settled") -> dict[str, Any]:
+    return {"kind": "nack", "tag": tag, "multiple": False, "id": mid, "outcome": outcome}
+
+
+def ex10(case: str, name: str, obs: dict[str, Any], shows: str | None = None) -> Example:
+    return Example(case, f"{name}-amqp10", obs, queue_type="classic", profile=SPEC10, shows=shows)
+
+
+BURST10 = {"before": ["m0"], "published": msgs(10), "events": [acc(t) for t in range(1, 11)], "ready": 11}
+REFUSED10 = {"published": OFFER, "over": ["over1", "over2", "over3"],
+             "events": [acc(1), acc(2), *[ref(t, OFFER[t - 1]) for t in range(3, 24)], acc(24, "retry")],
+             "held": ["m1", "m2"], "retry_held": ["retry"]}
+TX10 = {"rounds": [{"ids": ["a1", "a2", "a3"], "events": [acc(1, "a1"), acc(2, "a2"), ref(3, "a3"), SYNC, COMMIT, SYNC], "closed": None},
+                   {"ids": B_IDS, "events": [ref(4, "b1"), ref(5, "b2"), ref(6, "b3"), ref(7, "b4"), SYNC, COMMIT, SYNC], "closed": None}],
+        "held": ["a1", "a2"]}
+UNSETTLED = {"kind": "unsettled-outcome", "tag": 5, "text": "accepted unsettled"}
+AMQP10_GOOD = [
+    ex10("TestEachPublishConfirmedOnce", "each-accepted-once", BURST10),
+    ex10("TestRefusedPublishNacked", "refused-rejected", REFUSED10),
+    ex10("TestRefusedPublishNacked", "refused-released", with_(REFUSED10, events=[acc(1), acc(2), *[ref(t, OFFER[t - 1], "released settled") for t in range(3, 24)], acc(24, "retry")])),
+    ex10("TestTxRefusedNotSilent", "refused-in-the-transaction", TX10),
+    ex10("TestTxRefusedNotSilent", "discharge-rejected",
+         with_(TX10, rounds=[{"ids": A_IDS, "events": [], "closed": "channel closed with 0 discharge (commit) rejected: amqp:transaction:rollback"}],
+               held=[])),
+]
+AMQP10_VIOLATIONS = [
+    # a transfer settled twice (the mutation disposition-doubled), or with a second, different outcome
+    ex10("TestEachPublishConfirmedOnce", "settled-twice", with_(BURST10, events=[*BURST10["events"], acc(3)]), shows="confirmed twice: 3"),
+    ex10("TestEachPublishConfirmedOnce", "outcome-changed", with_(BURST10, events=[*BURST10["events"], ref(7, "m7", "released settled")]),
+         shows="both acked and nacked: 7"),
+    ex10("TestEachPublishConfirmedOnce", "left-unsettled", with_(BURST10, events=[e for e in BURST10["events"] if e["tag"] != 5] + [UNSETTLED]),
+         shows="no confirm for sequence number(s) 5"),
+    ex10("TestEachPublishConfirmedOnce", "released-though-taken",
+         with_(BURST10, events=[ref(1, "m1", "released settled"), *BURST10["events"][1:]], ready=10), shows="nacked [1]"),
+    ex10("TestEachPublishConfirmedOnce", "accepted-but-lost", with_(BURST10, ready=9), shows="the queue holds 9"),
+    # qpidd 1.39.0 (QPID-8577): the link ended at the first refused transfer
+    ex10("TestRefusedPublishNacked", "link-detached-at-refusal",
+         with_(REFUSED10, events=[acc(1), acc(2), {"kind": "closed", "code": 406, "text": "broker detached the link to q: amqp:precondition-failed",
+                                                  "hard": False}, acc(24, "retry")]),
+         shows="channel closed with 406 broker detached the link"),
+    ex10("TestRefusedPublishNacked", "over-limit-accepted", with_(REFUSED10, events=[acc(1), acc(2), *[ref(t, OFFER[t - 1]) for t in range(3, 21)],
+                                                                                    acc(21, "over1"), acc(22, "over2"), acc(23, "over3"), acc(24, "retry")]),
+         shows="acked [over1, over2, over3]"),
+    ex10("TestTxRefusedNotSilent", "accepted-and-dropped-under-the-discharge",
+         with_(TX10, rounds=[{"ids": ["a1", "a2", "a3"], "events": [acc(1, "a1"), acc(2, "a2"), acc(3, "a3"), SYNC, COMMIT, SYNC], "closed": None}]),
+         shows="neither queued nor returned: [a3]"),
+    # qpidd 1.39.0: the discharge answered by closing the connection with amqp:internal-error
+    ex10("TestTxRefusedNotSilent", "connection-internal-error-at-discharge",
+         with_(TX10, rounds=[{"ids": ["a1", "a2", "a3"], "events": [], "crashed": True,
+                              "closed": "connection closed with 541 connection closed by broker: amqp:internal-error: internal-error: Transaction prepare failed."}]),
+         shows="Transaction prepare failed"),
+]
+
+PUBLISH_GOOD: list[Example] = [*FRAMING_GOOD, *INFLIGHT_GOOD, *CONFIRMS_GOOD, *AMQP10_GOOD]
+PUBLISH_VIOLATIONS: list[Example] = [*FRAMING_VIOLATIONS, *INFLIGHT_VIOLATIONS, *CONFIRMS_VIOLATIONS, *AMQP10_VIOLATIONS]
 
 
 test_compliant_observation_passes, test_violation_fails = verdict_tests(PUBLISH_GOOD, PUBLISH_VIOLATIONS)

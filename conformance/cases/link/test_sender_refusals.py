@@ -1,6 +1,6 @@
-"""What an AMQP 1.0 sender is told about its transfers: one settlement each when the queue takes
-them, and a refusal when it does not (a queue over its length limit with overflow reject-publish,
-an address with no node behind it).
+"""What an AMQP 1.0 sender is told about its transfers: a refusal when the queue does not take them
+(a queue over its length limit with overflow reject-publish, an address with no node behind it).
+One settlement per transfer a queue takes is PUBLISH-CONFIRM-EACH-ONCE's (publish/test_confirms.py).
 
 Each transfer is sent unsettled and waited for: the broker's disposition names the outcome
 (messaging 3.4), so the sender knows per message whether the queue has it.
@@ -64,31 +64,4 @@ class TestSenderRefused(Case):
                   observed=f"in the queue although refused: {fmt(unannounced)}", key="refused-but-kept" if unannounced else None),
             holds(absent != "accepted", expected="a transfer to an address with no node is refused (attach refused, or a non-accepted outcome)",
                   observed=f"to an address with no node: {absent}", key=None if absent != "accepted" else "nowhere-accepted"),
-        )
-
-
-class TestSenderOneSettlement(Case):
-    requirement = "LINK-SENDER-ONE-SETTLEMENT"
-    SENT = 3
-
-    def scenario(self, ctx: CaseContext) -> Obs:
-        q = ctx.queue()
-        ids = [f"m{i}" for i in range(1, self.SENT + 1)]
-        updates = ctx.session("sender").settlements(q, ids, PROMPT_S)
-        return {"sent": ids, "updates": updates, "held": [d.message_id for d in ctx.drain(q)]}
-
-    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        ups = obs["updates"]
-        never = [m for m in obs["sent"] if not ups.get(m)]
-        twice = {m: u for m, u in ups.items() if len(u) > 1}
-        not_accepted = {m: u[0] for m, u in ups.items() if len(u) == 1 and u[0] != "accepted settled"}
-        return first_failure(
-            holds(not never, expected=f"each of the {len(obs['sent'])} transfers settled by the broker",
-                  observed=f"no disposition for {fmt(never)} within {PROMPT_S:g}s", key="never-settled" if never else None),
-            holds(not twice, expected="one settled disposition per transfer, never a second",
-                  observed="; ".join(f"{m}: {', '.join(u)}" for m, u in twice.items()), key="settled-twice" if twice else None),
-            holds(not not_accepted, expected="each transfer to a queue that takes it accepted",
-                  observed="; ".join(f"{m}: {u}" for m, u in not_accepted.items()), key="not-accepted" if not_accepted else None),
-            holds(sorted(obs["held"]) == sorted(obs["sent"]), expected=f"the queue holds {fmt(obs['sent'])}",
-                  observed=f"the queue holds {fmt(obs['held'])}", key=None if sorted(obs["held"]) == sorted(obs["sent"]) else "held-differs"),
         )

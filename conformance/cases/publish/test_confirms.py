@@ -13,7 +13,7 @@ from typing import Any
 
 from conformance.api import AckMode, Session
 from conformance.catalogue.profiles import Profile
-from conformance.errors import ChannelClosed, ConnectionLost
+from conformance.errors import ChannelClosed, ConnectionLost, TargetCannot
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.confirms import event_obs, ledger, sequence
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
@@ -21,9 +21,11 @@ from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 #: How long a burst waits for the broker's confirms (a local broker needs well under a second).
 CONFIRM_WINDOW_S = 3.0
 BURST = 200
-#: The refusing queue: two messages, a byte limit far above them, new publishes refused when full.
+#: The refusing queue: two messages, new publishes refused when full (a count limit: one every broker
+#: expresses, qpidd's qpid.max_count with the reject policy included; a byte limit far above two small
+#: messages never bound, and qpidd's byte limit counts other bytes, adapters/amqp10/qmf-arguments.yaml).
 LIMIT = 2
-REFUSING = {"x-max-length": LIMIT, "x-max-length-bytes": 1048576, "x-overflow": "reject-publish"}
+REFUSING = {"x-max-length": LIMIT, "x-overflow": "reject-publish"}
 #: Publishes into the empty refusing queue: a quorum queue applies its limit a little late, so
 #: enough to fill it whatever the queue type.
 OFFERED = 20
@@ -40,8 +42,8 @@ def burst(session: Session, queue: str, ids: list[str], **kw: Any) -> list[dict[
     try:
         return [event_obs(e) for e in session.publish_pipelined(queue, [(m, m.encode()) for m in ids],
                                                                window=CONFIRM_WINDOW_S, **kw)]
-    except ChannelClosed as exc:
-        return [{"kind": "closed", "code": exc.code, "text": exc.text, "hard": exc.hard}]
+    except ChannelClosed as exc:  # what the broker said before it (an AMQP 1.0 adapter keeps it) is kept too
+        return [event_obs(e) for e in getattr(exc, "events", [])] + [{"kind": "closed", "code": exc.code, "text": exc.text, "hard": exc.hard}]
     except ConnectionLost as exc:  # the connection an earlier burst's answer closed, or a cut
         return [{"kind": "closed", "code": 0, "text": str(exc), "hard": True}]
 
@@ -72,7 +74,8 @@ def once_each(obs: Obs, what: str) -> Verdict:
     if any(e["kind"] == "closed" for e in obs["events"]):
         return closed(obs["events"])
     return holds(not problems, expected=f"{what}: each of sequence numbers 1..{led.published} confirmed exactly once "
-                 f"within {CONFIRM_WINDOW_S:g}s, by basic.ack or basic.nack, never both",
+                 f"within {CONFIRM_WINDOW_S:g}s, by basic.ack or basic.nack, never both (AMQP 1.0: one settled disposition "
+                 f"per transfer, accepted or another outcome)",
                  observed="; ".join(problems) + f"; the broker sent {sequence(obs['events'])}" if problems else
                  f"{len(led.tags('ack'))} acked, {len(led.tags('nack'))} nacked, each once",
                  key="missing-confirm" if led.missing else "confirm-twice" if problems else None)
@@ -89,7 +92,11 @@ class TestEachPublishConfirmedOnce(Case):
         publisher.publish(q, b"m0", message_id="m0")
         ids = [f"m{i}" for i in range(1, BURST + 1)]
         events = burst(publisher, q, ids)
-        return {"before": ["m0"], "published": ids, "events": events, "ready": ctx.stats(q).ready}
+        try:
+            ready = ctx.stats(q).ready
+        except TargetCannot:  # a target that cannot count (no admin, no browsing): what a drain proves is there
+            ready = len(ctx.drain(q))
+        return {"before": ["m0"], "published": ids, "events": events, "ready": ready}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         led = ledger(obs["events"], len(obs["published"]))
@@ -242,7 +249,8 @@ class TestTxRefusedNotSilent(Case):
         held = set(obs["held"])
         checks = []
         for r in obs["rounds"]:
-            returned = {e.get("id") for e in r["events"] if e["kind"] == "return"}
+            # 0-9-1: basic.return; AMQP 1.0: a transactional transfer's outcome other than accepted
+            returned = {e.get("id") for e in r["events"] if e["kind"] == "return" or (e["kind"] == "nack" and e.get("id"))}
             committed = any(e["kind"] == "commit-ok" for e in r["events"])
             silent = [m for m in r["ids"] if m not in held and m not in returned] if committed else []
             what = (f"tx.commit of {fmt(r['ids'])} to a queue limited to {LIMIT} (reject-publish): "
@@ -254,7 +262,8 @@ class TestTxRefusedNotSilent(Case):
             checks.append(holds(
                 bool(r["closed"]) or (committed and not silent),
                 expected="a refused publish of a transaction is not lost silently: the commit fails with a channel "
-                         "exception, or after tx.commit-ok each message is in the queue or came back with basic.return",
+                         "exception, or after tx.commit-ok each message is in the queue or came back with basic.return "
+                         "(AMQP 1.0: the discharge rejected, or each transfer in the queue or refused by its outcome)",
                 observed=(f"{what}; neither queued nor returned: {fmt(silent)}" if silent
                           else f"{what}; each message queued or returned" if committed else f"{what}; no tx.commit-ok"),
                 # the whole transaction lost (a full queue's refusals ignored by the commit) or only part of it
