@@ -60,7 +60,7 @@ class Amqp091Admin:
 
     name = "amqp091"
     counts = True
-    capabilities = frozenset({"queue.arguments", "exchanges", "queue.durability"})
+    capabilities = frozenset({"queue.arguments", "exchanges", "queue.durability", "queue.purge"})
 
     def __init__(self, url: str, *, op_timeout: float | None) -> None:
         self._url = url

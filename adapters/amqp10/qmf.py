@@ -224,7 +224,7 @@ class QmfAdmin:
     name = "qmf"
     counts = True
     #: What this backend declares (conformance/catalogue/data/capabilities.yaml).
-    capabilities = frozenset({"queue.arguments", "exchanges", "queue.durability"})
+    capabilities = frozenset({"queue.arguments", "exchanges", "queue.durability", "queue.purge"})
 
     def __init__(self, url: str, *, op_timeout: float | None) -> None:
         self._url = url
