@@ -171,54 +171,6 @@ class DurableCleared(HeaderRewriter):
         return "durable true -> false"
 
 
-#: The amqp-value section of a message (spec 3.2.8): a QMF request's body map.
-AMQP_VALUE = 0x77
-
-
-@operator("qmf-durable-flipped", P, "flips the durable property of every queue the client creates through qpidd's QMF agent (method create, type queue): a durable queue is created non-durable, a non-durable one durable")
-class QmfDurableFlipped(Mutator):
-    """The AMQP 1.0 counterpart of a queue.declare whose durable flag is flipped: AMQP 1.0 has no
-    queue.declare, and on qpidd the suite creates queues through QMF on its administration
-    connection, which this operator alone acts on (:attr:`Mutator.administration`). Only a QMF
-    create of a queue is rewritten; every other transfer and frame passes unchanged."""
-
-    administration = True
-
-    def rewrite(self, sender: Sender, f: Frame) -> list[bytes] | None:
-        if sender is not C or kind(f) != "transfer":
-            return None
-        from proton import Described, ulong
-
-        head, fields, payload = split(f.raw)
-        if len(fields) > 5 and fields[5]:
-            return None  # a QMF request is one frame; a split transfer is some other message
-        raw_performative = f.raw[len(head) : len(f.raw) - len(payload)]
-        sections: list[bytes] = []
-        rest, changed = payload, None
-        while rest:
-            data = _data()
-            used = data.decode(rest)
-            section, rest = rest[:used], rest[used:]
-            obj = data.get_object()
-            body = getattr(obj, "value", None)
-            if isinstance(obj, Described) and int(obj.descriptor) == AMQP_VALUE and isinstance(body, dict):
-                body = _owned(body)
-                args = body.get("_arguments")
-                props = args.get("properties") if isinstance(args, dict) else None
-                if body.get("_method_name") == "create" and args.get("type") == "queue" and isinstance(props, dict):
-                    durable = bool(props.get("durable"))
-                    props["durable"] = not durable
-                    changed = f"QMF create queue {args.get('name')}: durable {str(durable).lower()} -> {str(not durable).lower()}"
-                    out = _data()
-                    out.put_object(Described(ulong(AMQP_VALUE), body))
-                    section = out.encode()
-            sections.append(section)
-        if changed is None:
-            return None
-        self.applied(changed)
-        return [frame(head, raw_performative + b"".join(sections))]
-
-
 @operator("settled-early", P, "accepts and settles every unsettled transfer at the broker as soon as it is sent: a reliable link behaves as at-most-once")
 class SettledEarly(Mutator):
     def __init__(self, *a: Any) -> None:

@@ -65,12 +65,6 @@ class LinkIO(Protocol):
 class Mutator:
     """One operator's state on one connection. Subclasses override :meth:`rewrite`."""
 
-    #: True for an operator that changes what the suite asks of the broker's management on its
-    #: administration connection (e.g. the durability of a queue created through qpidd's QMF, where
-    #: AMQP 1.0 has no queue.declare): the proxy then does not leave that connection alone. Such an
-    #: operator rewrites only the management requests it names and forwards every other frame.
-    administration: bool = False
-
     def __init__(self, mutation: "Mutation", io: LinkIO, param: str | None) -> None:
         self.mutation = mutation
         self.io = io
@@ -167,14 +161,9 @@ class Probe(Mutator):
         self.naming = _NAMING[protocol]
         self.watch = [(m, m.mutator(_Unheard(io.conn, io))) for m in (dataclasses.replace(b, rewritten=0) for b in available(protocol))]
 
-    #: The probe watches the administration connection too, for the operators that act there only.
-    administration = True
-
     def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
         if self.name is None and sender is Sender.CLIENT:
             self.name = self.naming(frame)
-            if self.name is not None and self.name.startswith(ADMIN_CONNECTION_PREFIX):
-                self.watch = [(m, op) for m, op in self.watch if op.administration]
         self._observe(lambda op: op.rewrite(sender, frame))
         return None
 

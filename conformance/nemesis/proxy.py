@@ -609,7 +609,7 @@ class FaultProxy(ProxyBase):
             name = connection_name_of(link.family, frame)
             if name is not None:
                 link.named = True
-                if name.startswith(ADMIN_CONNECTION_PREFIX) and not mutator.administration:
+                if name.startswith(ADMIN_CONNECTION_PREFIX):
                     link.mutator = None
                     self.trace.note(link.id, f"MUTATION {mutator.mutation.spec} left out: {name!r} is the suite's administration connection")
                     return None

@@ -77,38 +77,15 @@ def disruptive_requirements() -> set[str]:
     return {c.requirement for c in all_cases() if c.disrupts_broker}
 
 
-#: In :func:`touched`: the mutation would rewrite a frame of the suite's administration connection,
-#: which names no requirement (every case sets its queues up there).
-ADMINISTRATION = "(administration)"
-
-
 def touched(clean: list[Run]) -> dict[str, set[str]]:
-    """mutation name -> requirement ids whose connections carried a frame it would rewrite, and
-    :data:`ADMINISTRATION` when the administration connection did."""
-    from conformance.nemesis.mutations import ADMIN_CONNECTION_PREFIX
-
+    """mutation name -> requirement ids whose connections carried a frame it would rewrite."""
     out: dict[str, set[str]] = {}
     for run in clean:
         probe = (run.meta.get("mutation") or {}).get("touches") or {}
         for name, conns in probe.items():
             reqs = {r for r in map(requirement_of, conns) if r}
-            if any(str(c).startswith(ADMIN_CONNECTION_PREFIX) for c in conns):
-                reqs.add(ADMINISTRATION)
             out.setdefault(name, set()).update(reqs)
     return out
-
-
-def _reach(m: Mutation, reach: dict[str, set[str]], exp: Expectation | None) -> set[str]:
-    """What ``m`` reaches: the requirements whose connections it would rewrite; for an operator
-    that acts on the administration connection (:attr:`Mutator.administration`: a QMF queue create,
-    shared by every case), the requirements it is declared to break or may break, when the probe
-    saw it rewrite a frame there."""
-    got = set(reach.get(m.name, set()))
-    if ADMINISTRATION in got:
-        got.discard(ADMINISTRATION)
-        if exp is not None and getattr(m.factory, "administration", False):
-            got |= set(exp.breaks) | set(exp.may_break)
-    return got
 
 
 def plan_runs(opts: Options, mutations: dict[str, Mutation], declared: dict[str, Expectation], restarts: set[str],
@@ -126,7 +103,7 @@ def plan_runs(opts: Options, mutations: dict[str, Mutation], declared: dict[str,
             out_of_scope.append(spec)  # nothing it is meant to break ran here (an area left out, or unsupported)
             del mutations[spec]
             continue
-        reqs = sorted(_reach(m, reach, exp) & provable)
+        reqs = sorted(reach.get(m.name, set()) & provable)
         plain = [r for r in reqs if r not in restarts]
         if opts.scope == "declared" and exp is not None:
             meant = set(exp.breaks) | set(exp.may_break)
