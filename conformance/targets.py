@@ -93,7 +93,7 @@ class Target(abc.ABC):
         broker whose queue answered afterwards."""
         return None
 
-    def __enter__(self) -> "Target":
+    def __enter__(self) -> Target:
         self.start()
         return self
 
@@ -109,7 +109,7 @@ TARGET_CONDITIONS = {
 }
 
 
-def target_conditions(target: "Target | None") -> frozenset[str]:
+def target_conditions(target: Target | None) -> frozenset[str]:
     """The facts of :data:`TARGET_CONDITIONS` that ``target`` reports (none for a URL the suite only
     connects to: it knows nothing of that broker's build)."""
     if target is None:

@@ -15,8 +15,8 @@ import os
 import platform
 import time
 import uuid
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
