@@ -19,7 +19,8 @@ from conformance.errors import TargetError
 from conformance.plugins import load_group
 from conformance.secrets import SecretUrl, redact
 
-__all__ = ["Target", "Replica", "ExternalTarget", "redact", "make_target", "attach_target", "probe_tcp", "wait_until"]
+__all__ = ["Target", "Replica", "ExternalTarget", "redact", "make_target", "attach_target", "probe_tcp", "wait_until",
+           "TARGET_CONDITIONS", "target_conditions"]
 
 TARGET_GROUP = "conformance.targets"
 
@@ -92,12 +93,31 @@ class Target(abc.ABC):
         broker whose queue answered afterwards."""
         return None
 
-    def __enter__(self) -> "Target":
+    def __enter__(self) -> Target:
         self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+#: The facts a target reports of itself that a profile entry may be conditioned on (``when_target``
+#: of a deviation or known bug, conformance.catalogue.profiles): the fact, and what it means.
+TARGET_CONDITIONS = {
+    "no-store": "the suite launched the node without a store: it keeps no durable state across a restart or kill "
+                "(the target's no_store, e.g. a qpidd without its store module)",
+}
+
+
+def target_conditions(target: Target | None) -> frozenset[str]:
+    """The facts of :data:`TARGET_CONDITIONS` that ``target`` reports (none for a URL the suite only
+    connects to: it knows nothing of that broker's build)."""
+    if target is None:
+        return frozenset()
+    facts = set()
+    if getattr(target, "no_store", None):
+        facts.add("no-store")
+    return frozenset(facts)
 
 
 class ExternalTarget(Target):

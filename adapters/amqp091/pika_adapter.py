@@ -532,7 +532,7 @@ class PikaAdapter(Adapter):
         "abrupt-disconnect", "ack.auto", "ack.client-scopes", "ack.individual", "ack.multiple", "ack.range", "ack.tag-errors", "delivery-tag.numbered",
         "client-failover", "consumer-cancel.keeps-unacked", "content-frames", "exchanges", "frame-faults", "get",
         "nack.discard", "nack.multiple", "nack.requeue", "prefetch.broker-window", "prefetch.count", "prefetch.global", "publish.confirmed",
-        "queue.arguments", "queue.durability", "recover", "reject.discard", "reject.requeue", "session-close", "tx", "tx.ack",
+        "queue.arguments", "queue.durability", "queue.purge", "recover", "reject.discard", "reject.requeue", "session-close", "tx", "tx.ack",
         "tx.select-semantics",
     })
 

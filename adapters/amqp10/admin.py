@@ -48,6 +48,7 @@ class QueueAdmin(Protocol):
     def delete_queue(self, name: str) -> None: ...
     def queue_stats(self, name: str) -> QueueStats: ...
     def departure_barrier(self, name: str) -> str | None: ...
+    def purge_queue(self, name: str) -> int: ...
     def declare_exchange(self, name: str, kind: str) -> None: ...
     def delete_exchange(self, name: str) -> None: ...
     def bind_queue(self, queue: str, exchange: str, routing_key: str) -> None: ...
@@ -59,7 +60,7 @@ class Amqp091Admin:
 
     name = "amqp091"
     counts = True
-    capabilities = frozenset({"queue.arguments", "exchanges", "queue.durability"})
+    capabilities = frozenset({"queue.arguments", "exchanges", "queue.durability", "queue.purge"})
 
     def __init__(self, url: str, *, op_timeout: float | None) -> None:
         self._url = url
@@ -94,6 +95,9 @@ class Amqp091Admin:
 
     def departure_barrier(self, name: str) -> str | None:
         return None  # the consumer count itself is the barrier
+
+    def purge_queue(self, name: str) -> int:
+        return int(self._s().purge_queue(name))  # queue.purge; purge-ok message-count
 
     def declare_exchange(self, name: str, kind: str) -> None:
         self._s().declare_exchange(name, kind)
@@ -211,6 +215,9 @@ class ProtocolCounter:
             conn.close()
         return (f"no consumer count over AMQP 1.0 on {self._product} (no management backend): ordering barrier = a new "
                 f"connection's open/begin/attach/detach on {name}, answered in {(time.monotonic() - start) * 1000:.1f}ms")
+
+    def purge_queue(self, name: str) -> int:
+        raise Unsupported(f"AMQP 1.0 has no queue purge, and no admin backend purges queues on {self._product}")
 
     def declare_exchange(self, name: str, kind: str) -> None:
         raise Unsupported(f"exchanges are not an AMQP 1.0 notion on {self._product}")

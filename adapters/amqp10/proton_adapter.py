@@ -539,6 +539,10 @@ class ProtonSession(Session):
     def queue_stats(self, name: str) -> QueueStats:
         return self._admin().queue_stats(name)
 
+    def purge_queue(self, name: str) -> int:
+        """AMQP 1.0 has no purge: the admin backend's (qpidd's QMF purge, a 0-9-1 queue.purge)."""
+        return self._admin().purge_queue(name)
+
     def await_departure(self, queue: str) -> str | None:
         return self._admin().departure_barrier(queue)
 

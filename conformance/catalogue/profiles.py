@@ -10,6 +10,10 @@ A profile never makes a failure pass silently. It can
 - name a known bug (``known_bugs``): a failure whose observed behaviour matches a bug reported
   upstream and still open stays a failure, and carries the upstream reference.
 
+A deviation or known bug may hold only on some targets: ``when_target`` names facts the run's target
+reports of itself (``no-store``: a node without a store module, which its vendor documents keeps no
+durable state), so the same loss on a node with a store stays a failure.
+
 Profiles are YAML files shipped by plugins (entry-point group ``conformance.profiles``: the folders
 adapters/<product>/profiles/ and a plugin package's own), or any path given with ``--profile``, chosen
 from the product and version the server announces at connect time unless the user names one.
@@ -22,7 +26,7 @@ differs from its parent; :func:`resolve` turns it into a whole profile before it
 - ``entries`` by key, then by row (the default row ``value``/``source``/``reason`` as one, each
   ``by_queue_type`` row by queue type): a child's row replaces the parent's whole, with its own
   citation and reason, and the parent's other rows stay;
-- ``deviations`` and ``known_bugs`` (by requirement, queue types and observed), ``unsupported`` (by requirement and queue
+- ``deviations`` and ``known_bugs`` (by requirement, queue types, observed and when_target), ``unsupported`` (by requirement and queue
   types) and ``lacks`` (by capability): an item with the identity of an inherited one replaces it in
   place, any other is added after the inherited ones;
 - removal is explicit, of an inherited member only: ``null`` for an entry, an entry's
@@ -85,6 +89,10 @@ class Documented:
     #: release inside the profile's range applies only before the fix); None: every version the
     #: profile matches.
     versions: tuple[str, ...] | None = None
+    #: For deviations and known bugs: facts the run's target must report for the entry to apply
+    #: (:data:`conformance.targets.TARGET_CONDITIONS`, e.g. ``no-store``: the vendor documents what a
+    #: node built or installed without some module does); None: any target.
+    when_target: tuple[str, ...] | None = None
 
     def applies(self, requirement: str, queue_type: str | None) -> bool:
         """For ``requirement`` on a cell: its queue types name the cell's (``classic+priority``) or
@@ -136,6 +144,9 @@ class Profile:
     known_bugs: list[Documented] = field(default_factory=list)
     #: The version the judged server announced (set by :func:`select_profile`), "" when unknown.
     server_version: str = ""
+    #: What the run's target reports of itself (:func:`conformance.targets.target_conditions`, set
+    #: by the runner once the target is known): an entry with ``when_target`` applies only then.
+    target_conditions: frozenset[str] = frozenset()
 
     def matches(self, product: str, version: str, protocol: str) -> bool:
         if self.product != "*" and self.product.lower() != product.lower():
@@ -159,17 +170,18 @@ class Profile:
         return next((u for u in self.unsupported if u.applies(requirement, queue_type)), None)
 
     def deviation(self, requirement: str, queue_type: str | None, observed_key: str | None) -> Documented | None:
-        return _matching(self.deviations, requirement, queue_type, observed_key, self.server_version)
+        return _matching(self.deviations, requirement, queue_type, observed_key, self.server_version, self.target_conditions)
 
     def known_bug(self, requirement: str, queue_type: str | None, observed_key: str | None) -> Documented | None:
         """The open upstream bug a failure with this observation key shows, if the profile names one."""
-        return _matching(self.known_bugs, requirement, queue_type, observed_key, self.server_version)
+        return _matching(self.known_bugs, requirement, queue_type, observed_key, self.server_version, self.target_conditions)
 
 
 def _matching(items: list[Documented], requirement: str, queue_type: str | None, observed_key: str | None,
-              server_version: str) -> Documented | None:
+              server_version: str, target_conditions: frozenset[str] = frozenset()) -> Documented | None:
     return next((d for d in items
-                 if d.applies(requirement, queue_type) and d.observed == observed_key and d.affects(server_version)), None)
+                 if d.applies(requirement, queue_type) and d.observed == observed_key and d.affects(server_version)
+                 and set(d.when_target or ()) <= target_conditions), None)
 
 
 def _one_line(text: Any) -> str:
@@ -220,6 +232,21 @@ def _versions(raw: Any, w: str) -> tuple[str, ...] | None:
     return tuple(ranges)
 
 
+def _when_target(raw: Any, w: str) -> tuple[str, ...] | None:
+    """``when_target``: one fact of the run's target or a list of them (all must hold), from the
+    suite's vocabulary (conformance.targets.TARGET_CONDITIONS)."""
+    from conformance.targets import TARGET_CONDITIONS
+
+    if raw is None:
+        return None
+    facts = [str(x) for x in (raw if isinstance(raw, list) else [raw])]
+    unknown = [f for f in facts if f not in TARGET_CONDITIONS]
+    if not facts or unknown:
+        known = "; ".join(f"{k}: {v}" for k, v in TARGET_CONDITIONS.items())
+        raise UsageError(f"{w}.when_target: expected one or a list of the facts a target reports ({known}), not {unknown or raw!r}")
+    return tuple(facts)
+
+
 def _documented(items: Any, where: str, with_observed: bool, unsupported: bool = False) -> list[Documented]:
     out = []
     for i, raw in enumerate(items or []):
@@ -238,6 +265,7 @@ def _documented(items: Any, where: str, with_observed: bool, unsupported: bool =
                 source=str(_need(raw, "source", w)),
                 observed=str(_need(raw, "observed", w)) if with_observed else None,
                 versions=_versions(raw.get("versions"), w) if with_observed else None,
+                when_target=_when_target(raw.get("when_target"), w) if with_observed else None,
                 **(_unsupported_fields(raw, w) if unsupported else {}),
             )
         )
@@ -417,8 +445,8 @@ def _resolve(data: Any, origin: str, lookup: Lookup, chain: tuple[str, ...]) -> 
 
 #: What identifies an item of a list section, for a child to replace or remove it.
 _IDENTITY = {
-    "deviations": ("requirement", "queue_types", "observed"),
-    "known_bugs": ("requirement", "queue_types", "observed"),
+    "deviations": ("requirement", "queue_types", "observed", "when_target"),
+    "known_bugs": ("requirement", "queue_types", "observed", "when_target"),
     "unsupported": ("requirement", "queue_types"),
     "lacks": ("capability",),
 }
@@ -600,8 +628,8 @@ def profile_data(profile: Profile) -> dict[str, Any]:
     return _canonical(profile)
 
 
-#: Profile fields that are not profile data: where the file lies, which server the run met.
-_NOT_DATA = ("path", "server_version")
+#: Profile fields that are not profile data: where the file lies, which server and target the run met.
+_NOT_DATA = ("path", "server_version", "target_conditions")
 
 
 def _canonical(obj: Any) -> Any:

@@ -67,6 +67,9 @@ class FaultKind:
     #: The history's words for the act ("" when the act is told by its end) and for the node being back.
     fired_event: str = ""
     back_event: str = "start"
+    #: What a target that takes the fault says about it ("" when nothing): a function of the target,
+    #: told in the history of every case the fault serves and in its verdict's reason.
+    note: Callable[[Any], str] = field(default=lambda target: "", repr=False)
     #: How long the fault lasts between :attr:`fire` and :attr:`heal` (a pause must outlast the
     #: clients' patience to be a fault at all); 0 when the act itself is the fault.
     hold_s: float = 0.0
@@ -109,18 +112,20 @@ def _launched(target: Any) -> bool:
     return target is not None and bool(target.can_restart)
 
 
-def _keeps_data(target: Any) -> bool:
-    """A launched node that keeps its durable state across a restart: a restart "on its own data"
-    means nothing on a broker with no store (it would come back empty, which is not the broker's
-    failure to persist but the target's inability to take the fault)."""
-    return _launched(target) and not getattr(target, "no_store", None)
-
-
 def _cannot_restart(target: Any) -> str:
     name = getattr(target, "name", None) or "this target"
-    if _launched(target) and getattr(target, "no_store", None):
-        return f"{name} keeps nothing across a restart: {target.no_store}; restart and kill cases need a target with a store"
     return f"{name} cannot be restarted or killed by the suite; broker faults need a launched target"
+
+
+def _store_note(target: Any) -> str:
+    """What a launched target without a store says about a restart or kill it takes: the broker comes
+    back on its own data, which holds none of its durable state (the definition's ``no_store``). Not a
+    reason to refuse the fault: what the broker then does is judged, the note tells the reader why
+    durable state vanished (a profile may document it, conditioned on the same fact)."""
+    why = getattr(target, "no_store", None) if target is not None else None
+    if not why:
+        return ""
+    return f"{getattr(target, 'name', None) or 'the target'} has no store ({why}): its durable state does not survive a restart or kill"
 
 
 #: How long a pause lasts: longer than a client's 1-2 s operation timeouts, shorter than the
@@ -134,11 +139,11 @@ def _pausable(target: Any) -> bool:
 
 RESTART = FaultKind(
     "restart", BROKER, "a graceful restart of the node the suite launched; every connection is gone afterwards",
-    ability="fault.restart", offered_by=_keeps_data, cannot=_cannot_restart,
+    ability="fault.restart", offered_by=_launched, cannot=_cannot_restart, note=_store_note,
     fire=lambda target: target.restart(), back_event="restart")
 KILL = FaultKind(
     "kill", BROKER, "kill -9 of the node the suite launched, then a start on its own data",
-    ability="fault.restart", offered_by=_keeps_data, cannot=_cannot_restart,
+    ability="fault.restart", offered_by=_launched, cannot=_cannot_restart, note=_store_note,
     fire=lambda target: target.kill(), heal=lambda target: target.start(), fired_event="kill -9")
 PAUSE = FaultKind(
     "pause", BROKER, "SIGSTOP of the node the suite launched (its sockets stay open, nothing is answered), then SIGCONT",
@@ -196,6 +201,18 @@ def fault_applicability(faults: Iterable[FaultKind], target: Any) -> str | None:
     return None
 
 
+def fault_notes(faults: Iterable[FaultKind], target: Any) -> str:
+    """What ``target`` says about the faults it takes (:attr:`FaultKind.note`), each once, or "":
+    e.g. that a node without a store comes back without its durable state. The runner gives it to
+    the verdict of every case that inflicts one of ``faults``, so a record shows why state vanished."""
+    said: list[str] = []
+    for k in faults:
+        note = k.note(target) if k.offered_by(target) else ""
+        if note and note not in said:
+            said.append(note)
+    return "; ".join(said)
+
+
 def strike(k: FaultKind, target: Any, say: Callable[[str, str], None], shared: str = "") -> float:
     """Fire broker kind ``k`` at ``target`` and heal it, telling the history through ``say(op,
     detail)`` (``shared``: how many cases the fault serves, appended to each detail). Returns when
@@ -203,6 +220,9 @@ def strike(k: FaultKind, target: Any, say: Callable[[str, str], None], shared: s
     name = target.name
     suffix = f" {shared}" if shared else ""
     start = time.monotonic()
+    note = k.note(target)
+    if note:
+        say("note", f"{note}{suffix}")
     k.fire(target)
     if k.fired_event:
         say(k.fired_event, f"{name}{suffix}")

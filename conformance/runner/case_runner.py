@@ -10,7 +10,7 @@ import contextlib
 import fcntl
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, NoReturn
 
 from conformance.catalogue.configurations import base_of
@@ -30,7 +30,7 @@ from conformance.kit.case import Case, CaseContext
 from conformance.kit.history import History
 from conformance.kit.refusals import observed_refusal, profile_skip, refusal_verdict, unsupported_verdict, violation_verdict
 from conformance.kit.verdicts import Outcome, Verdict, apply_profile
-from conformance.nemesis.kinds import FaultKind, fault_applicability
+from conformance.nemesis.kinds import FaultKind, fault_applicability, fault_notes
 from conformance.nemesis.mutations import alters
 from conformance.runner import (
     allure,
@@ -47,6 +47,10 @@ from conformance.runner.shared_faults import PlannedCase
 from conformance.runner.state import RunState
 from conformance.targets import probe_tcp
 from conformance.unsupported import CANNOT_EXPRESS, NO_FAULT
+
+
+#: Outcomes of a case that was not put to the broker (or whose fault never came): no fault note.
+_NOT_RUN = (Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED, Outcome.BLOCKED)
 
 
 class Ended(BaseException):
@@ -107,7 +111,13 @@ def _attempt(call: CaseCall, state: RunState, case: Case, rerun: str | None) -> 
     started = time.monotonic()
     waited = [0.0]  # time spent waiting for the broker lock or a restart: the case's record keeps it apart
 
+    #: What the target says about the broker faults the case inflicts (a node without a store comes
+    #: back without its durable state): in the reason of whatever the case ends with, once it ran.
+    fault_note = fault_notes(case.fault_kinds(variant), state.target)
+
     def finish(v: Verdict, history: History | None = None, obs: Any = None, trace: str = "", brief: bool = False) -> None:
+        if fault_note and not brief and v.outcome not in _NOT_RUN and fault_note not in v.reason:
+            v = replace(v, reason=f"{v.reason}; {fault_note}" if v.reason else fault_note)
         allure.verdict_label(v.outcome.value)
         if v.outcome not in (Outcome.PASS, Outcome.UNSUPPORTED, Outcome.UNDOCUMENTED):
             allure.attach(v.render(req.id, req.level_for(state.adapter.protocol)), history, trace)

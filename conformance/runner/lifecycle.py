@@ -16,6 +16,7 @@ import platform
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -35,7 +36,7 @@ from conformance.runner.options import check
 from conformance.runner.results import ResultsWriter, read_results, read_run
 from conformance.runner.state import RunState
 from conformance.secrets import SecretUrl, register_url, scrub
-from conformance.targets import Target, attach_target, make_target, redact
+from conformance.targets import Target, attach_target, make_target, redact, target_conditions
 
 
 def abort_record(results_dir: str | None, cause: str) -> None:
@@ -91,7 +92,8 @@ def start(values: Mapping[str, Any], worker: Mapping[str, Any] | None = None) ->
         adapter = adapter_for(scheme, values.get("adapter"), getattr(target, "protocol", None))()
         loaded = check(values, packs.adapter_entry_name(type(adapter)))  # the packs its package ships too
         server = _probe_server(adapter, url)
-        profile = select_profile(server.product, server.version, adapter.protocol, values.get("profile"))
+        profile = replace(select_profile(server.product, server.version, adapter.protocol, values.get("profile")),
+                          target_conditions=target_conditions(target))  # a profile entry may hold only on such a target
         offered = server_capabilities(adapter, server)
         not_posed = posed.undeclarable(adapter, server, profile)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the user gets one line, the node is stopped
@@ -150,6 +152,8 @@ def record_start(state: RunState, values: Mapping[str, Any], allure_dir: str | N
                 "host": platform.node(),
                 "python": platform.python_version(),
                 "target_facts": state.target.facts if state.target else {},
+                # what the target reports of itself that profile entries may hold on (when_target)
+                "target_conditions": sorted(state.profile.target_conditions),
                 "profile_path": state.profile.path,
                 # the resolved profile itself: a gate across releases lists the entries two runs' profiles differ in
                 "profile_data": profile_data(state.profile),

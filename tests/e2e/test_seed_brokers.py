@@ -33,6 +33,7 @@ def test_the_expectation_file_is_reviewed_and_well_formed(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.timeout(660)  # the run's own limit (600 s below) decides: qpidd's restart and kill cells run now
 def test_the_catalogue_on_the_seed_server_matches_its_reviewed_expectation(name: str, tmp_path: Path) -> None:
     expected = load(EXPECTED / f"{name}.yaml")
     binary = expected.binary_path()
