@@ -117,6 +117,11 @@ def _cannot_restart(target: Any) -> str:
     return f"{name} cannot be restarted or killed by the suite; broker faults need a launched target"
 
 
+#: The words of a no-store note in a verdict's reason (the self-test's judge reads them: a pass on
+#: such a target after its own restart cannot be made to fail by a mutation of the wire).
+NO_STORE_NOTE = "has no store"
+
+
 def _store_note(target: Any) -> str:
     """What a launched target without a store says about a restart or kill it takes: the broker comes
     back on its own data, which holds none of its durable state (the definition's ``no_store``). Not a
@@ -125,7 +130,7 @@ def _store_note(target: Any) -> str:
     why = getattr(target, "no_store", None) if target is not None else None
     if not why:
         return ""
-    return f"{getattr(target, 'name', None) or 'the target'} has no store ({why}): its durable state does not survive a restart or kill"
+    return f"{getattr(target, 'name', None) or 'the target'} {NO_STORE_NOTE} ({why}): its durable state does not survive a restart or kill"
 
 
 #: How long a pause lasts: longer than a client's 1-2 s operation timeouts, shorter than the

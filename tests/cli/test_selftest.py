@@ -184,3 +184,15 @@ def test_second_round_runs_only_what_the_declared_mutations_left_unproven() -> N
     assert [(r.label, r.mutation, r.requirements) for r in runs] == [("m1+rest", "m1", ["B"]), ("m2+rest", "m2", ["A", "B"])]
     proven = Run("m2", "m2", "exclude", ["A", "B"], records=[_rec("A[quorum]", "A", "fail"), _rec("B[classic]", "B", "fail")])
     assert second_round(clean, [first, proven], {"m2": ["A", "B"]}) == []
+
+
+def test_a_pass_after_a_restart_on_a_target_without_a_store_is_not_owed_a_kill() -> None:
+    """A queue a target without a store lost is gone whatever the wire carried: no mutation can fail
+    the case there, so it is listed apart, never an unproven MUST; a pass on a target with a store is owed one."""
+    note = "qpidd-process has no store (no store module): its durable state does not survive a restart or kill"
+    clean = [{**_rec("p::a", "PERSIST-NON-DURABLE-QUEUE-GONE", "pass"), "reason": note},
+             _rec("p::b", "PERSIST-ACKED-STAYS-GONE", "pass")]
+    m = _judge(clean, {"requeue-cleared": [_rec("p::a", "PERSIST-NON-DURABLE-QUEUE-GONE", "pass"),
+                                           _rec("p::b", "PERSIST-ACKED-STAYS-GONE", "pass")]})
+    assert m["unproven_no_store"] == ["p::a"]
+    assert m["unproven_must"] == ["p::b"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.nemesis.kinds import NO_STORE_NOTE
 from conformance.nemesis.mutations import Expectation, Mutation
 from conformance.runner.selftest.plan import PROVABLE, Run, case_of
 
@@ -22,7 +23,8 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
             cases[case] = {"case": case, "requirement": rec["requirement"], "level": rec["level"], "area": rec["area"],
                            "queue_type": rec.get("queue_type"), "variant": rec.get("variant"), "clean": rec["verdict"],
                            "clean_observed": rec.get("observed", "") if rec["verdict"] not in PROVABLE else "",
-                           "known_bug": rec.get("known_bug") or None}
+                           "known_bug": rec.get("known_bug") or None,
+                           "no_store": NO_STORE_NOTE in str(rec.get("reason") or "")}
     provable = {c for c, info in cases.items() if info["clean"] in PROVABLE}
     # A clean fail the profile names as a known bug (open upstream) is the broker's, not the suite's:
     # reported, never a problem, and not provable (no mutation can make the broker fail it more). A
@@ -81,6 +83,10 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
     # A documented deviation that no mutation changed: the broker never reaches the state the
     # requirement is about (e.g. a queue unavailable after kill -9), so nothing there can be proven.
     unproven_deviation = [c for c in unproven if cases[c]["clean"] == "deviation"]
+    # A pass after the case's own restart or kill on a target that keeps nothing across them (a qpidd
+    # without its store module): what the requirement says is gone is gone whatever the wire carried,
+    # so no mutation can fail it there; a target with a store proves it (the 0-9-1 self-test).
+    unproven_no_store = [c for c in unproven if cases[c]["clean"] == "pass" and cases[c]["no_store"]]
     false_alarms = sorted(c for c, info in cases.items() if info["clean"] == "fail" and not info["known_bug"])
     clean_errors = sorted(c for c, info in cases.items() if info["clean"] == "error")
     misattributed = [{"mutation": m["name"], "expected": m["breaks"], "caught_by": m["killed_requirements"]}
@@ -88,7 +94,7 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
                      and not m["known_failure"] and not m["deviation_only"]]
     missed = [{"mutation": m["name"], "requirements": m["missed"]} for m in mut if m["missed"]]
     undeclared = sorted(m["name"] for m in mut if not m["declared"])
-    unproven_must = [c for c in unproven if cases[c]["level"] == "MUST" and c not in unproven_deviation]
+    unproven_must = [c for c in unproven if cases[c]["level"] == "MUST" and c not in unproven_deviation and c not in unproven_no_store]
     checks: list[tuple[object, str]] = [
         (unproven_must, f"{len(unproven_must)} MUST case(s) no mutation failed"),
         (blind, f"{len(blind)} mutation(s) no case caught: {', '.join(blind)}"),
@@ -115,6 +121,7 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
         "unproven": unproven,
         "unproven_must": unproven_must,
         "unproven_deviation": unproven_deviation,
+        "unproven_no_store": unproven_no_store,
         "false_alarms": false_alarms,
         "known_failures": [{"case": c, "requirement": cases[c]["requirement"], "known_bug": cases[c]["known_bug"]}
                            for c in known_failures],
@@ -124,7 +131,7 @@ def kill_matrix(clean: list[Run], runs: list[Run], mutations: dict[str, Mutation
         "counts": {"cases": len(cases), "provable": len(provable), "mutations": len(by_mutation), "kills": len(kills),
                    "killed_cases": len(killers), "blind_spots": len(blind), "unexercised": len(unexercised),
                    "unproven": len(unproven), "unproven_must": len(unproven_must), "unproven_deviation": len(unproven_deviation),
-                   "false_alarms": len(false_alarms), "known_failures": len(known_failures)},
+                   "unproven_no_store": len(unproven_no_store), "false_alarms": len(false_alarms), "known_failures": len(known_failures)},
         "problems": problems,
         "ok": not problems,
         "reach": {k: sorted(v) for k, v in reach.items()},

@@ -30,7 +30,8 @@ def markdown(m: dict[str, Any]) -> str:
         "",
         f"{c['cases']} cases ({c['provable']} provable: pass or documented deviation on the clean run), {c['mutations']} mutations, "
         f"{c['kills']} kills, {c['killed_cases']} cases killed, {c['blind_spots']} blind spots, {c['unexercised']} unexercised, "
-        f"{c['unproven']} unproven ({c['unproven_must']} MUST, {c['unproven_deviation']} documented deviations), "
+        f"{c['unproven']} unproven ({c['unproven_must']} MUST, {c['unproven_deviation']} documented deviations, "
+        f"{c.get('unproven_no_store', 0)} passes after a restart on a target without a store), "
         f"{c['false_alarms']} false alarms, {c.get('known_failures', 0)} known failures; {m['wall_s']:.0f} s.",
         "",
         "**Result: " + ("OK**" if m["ok"] else "PROBLEMS**\n\n" + "\n".join(f"- {p}" for p in m["problems"])),
