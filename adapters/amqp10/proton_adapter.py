@@ -516,15 +516,20 @@ class ProtonSession(Session):
 
     def _sender(self, queue: str, exchange: str = "") -> _Sender:
         address, _ = self._target(queue, exchange)
-        s = self._senders.get(address)
+        return self._open_sender(self._senders, _Sender, f"{queue}-s", address)
+
+    def _open_sender(self, cache: dict[str, Any], kind: type, name: str, address: str) -> Any:
+        """The open sending link of ``kind`` to ``address`` in ``cache``, attached anew (unsettled, its
+        deliveries durable at the terminus) when there is none or the broker ended it."""
+        s = cache.get(address)
         if s is None or s.remote_closed:
-            link = self._ssn.sender(f"{queue}-s-{uuid.uuid4().hex[:6]}")
+            link = self._ssn.sender(f"{name}-{uuid.uuid4().hex[:6]}")
             link.target.address = address
             link.target.durability = Terminus.DELIVERIES
             link.snd_settle_mode = Link.SND_UNSETTLED
-            s = _Sender(self, link, address)
+            s = kind(self, link, address)
             s.open(f"a sending link to {address}")
-            self._senders[address] = s
+            cache[address] = s
         self._last_address = address
         return s
 
@@ -626,16 +631,7 @@ class ProtonSession(Session):
         txn = self._current_txn() if commit else None
         if commit and txn is None:
             raise ChannelClosed(406, "not in a transaction (select_tx was never called)")
-        p = self._pipelines.get(address)
-        if p is None or p.remote_closed:
-            link = self._ssn.sender(f"{queue}-pp-{uuid.uuid4().hex[:6]}")
-            link.target.address = address
-            link.target.durability = Terminus.DELIVERIES
-            link.snd_settle_mode = Link.SND_UNSETTLED
-            p = _PipelineSender(self, link, address)
-            p.open(f"a sending link to {address}")
-            self._pipelines[address] = p
-        self._last_address = address
+        p = self._open_sender(self._pipelines, _PipelineSender, f"{queue}-pp", address)
         loop = self._loop
         start = len(self._pipeline_events)
         end = time.monotonic() + window
