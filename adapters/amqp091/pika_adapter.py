@@ -533,7 +533,7 @@ class PikaAdapter(Adapter):
         "client-failover", "consumer-cancel.keeps-unacked", "content-frames", "exchanges", "frame-faults", "get",
         "nack.discard", "nack.multiple", "nack.requeue", "prefetch.broker-window", "prefetch.count", "prefetch.global", "publish.confirmed",
         "queue.arguments", "queue.durability", "recover", "reject.discard", "reject.requeue", "session-close", "tx", "tx.ack",
-        "tx.select-semantics",
+        "tx.select-semantics", "tx.end-undeclared", "consume.pause",
     })
 
     def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:

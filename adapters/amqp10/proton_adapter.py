@@ -791,7 +791,12 @@ class ProtonSession(Session):
         if c is None:
             raise ChannelClosed(406, "not in a transaction (select_tx was never called)")
         loop = self._loop
-        loop.wait(lambda: c.link.credit > 0 or c.remote_closed, "credit for a discharge")
+        try:
+            loop.wait(lambda: c.link.credit > 0 or c.remote_closed or self._remote_closed, "credit for a discharge")
+        except OperationTimeout as exc:
+            return f"no credit: {exc}"
+        if c.remote_closed or self._remote_closed:
+            return "control link ended before the discharge: " + _condition_error(c.error or self._error, "").text.lstrip(": ")
         d = c.link.send(Message(body=Described(symbol("amqp:discharge:list"), [txn_id, fail])))
         try:
             loop.wait(lambda: bool(d.remote_state) or c.remote_closed or self._remote_closed, "the coordinator's answer to a discharge")
@@ -976,6 +981,19 @@ class ProtonSession(Session):
     # -- transactions (AMQP 1.0 section 4: the transaction coordinator) --------------------------
 
     def select_tx(self) -> None:
+        self._coordinator = self._attach_coordinator()
+        self._declare()
+
+    def discharge_undeclared(self, *, fail: bool = False) -> str:
+        """Attach a control link to the transaction coordinator, declare nothing, and discharge a
+        txn-id the coordinator never allocated (transactions 4.3: the counterpart of 0-9-1's
+        tx.commit on a channel that never sent tx.select). The coordinator's answer as
+        :meth:`discharge_answer` words it; a coordinator refused at attach is TargetCannot (refused)."""
+        self._check()
+        self._coordinator = self._attach_coordinator()
+        return self.discharge_answer(f"never-declared-{uuid.uuid4().hex[:8]}".encode(), fail=fail)
+
+    def _attach_coordinator(self) -> _Sender:
         link = self._ssn.sender(f"txn-{uuid.uuid4().hex[:6]}")
         link.target.type = Terminus.COORDINATOR
         caps = link.target.capabilities
@@ -994,8 +1012,7 @@ class ProtonSession(Session):
                 raise
             raise TargetCannot(f"the broker refused the transaction coordinator ({exc.text})", kind="refused",
                                refusal=f"attach of a link to the transaction coordinator answered with detach: {exc.text}") from None
-        self._coordinator = c
-        self._declare()
+        return c
 
     def _control(self, body: Any, what: str) -> Any:
         c = self._coordinator
@@ -1260,6 +1277,9 @@ class ProtonAdapter(Adapter):
         # ack/nack(multiple=True) settles each delivery up to the tag in one flush, which proton-c puts on the
         # wire as one disposition first..last (transport 2.7.6); prefetch is link credit renewed per settlement.
         "ack.range", "prefetch.count",
+        # a discharge of a txn-id never declared (ProtonSession.discharge_undeclared); a receiver that
+        # stops granting credit keeps what it holds (ProtonConsumer.pause)
+        "tx.end-undeclared", "consume.pause",
         "frames.split-message", "publish.priority",  # a transfer split with more=true; header priority
     })
 
