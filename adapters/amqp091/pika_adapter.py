@@ -164,6 +164,10 @@ class PikaConsumer(Consumer):
     def cancel(self) -> None:
         self.session.channel.basic_cancel(self.tag)
 
+    def pause(self) -> None:
+        """basic.cancel: "does not affect already delivered messages" (they stay held on the channel)."""
+        self.cancel()
+
 
 def _internals(what: str, *pairs: tuple[Any, str]) -> None:
     """pika's public API cannot express ``what``, so the adapter uses pika's private attributes; a pika

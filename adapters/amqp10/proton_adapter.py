@@ -360,6 +360,12 @@ class ProtonConsumer(Consumer, _Link):
     def cancel(self) -> None:
         self.close()
 
+    def pause(self) -> None:
+        """Grant no more credit (transport 2.6.7: a sender MUST NOT send beyond it): the link stays
+        attached and what it holds stays unsettled and settleable; settling no longer replenishes."""
+        self.replenish = False
+        self.session._loop.pump()
+
     def detach(self, timeout: float) -> str:
         """Detach with closed=true (transport 2.7.6) and wait for the broker's detach: "answered",
         or what happened instead (no answer within ``timeout``, the session ended). Deliveries that
