@@ -544,7 +544,7 @@ class ProtonSession(Session):
         if s.remote_closed:
             raise _condition_error(s.error, f"broker detached the link to {s.address}")
         txn = self._current_txn()
-        d = s.link.send(msg)
+        d = self._send_framed(s, msg)
         if txn is not None:
             d.local.data = [txn]
             d.update(0x34)  # transactional-state
@@ -561,6 +561,31 @@ class ProtonSession(Session):
             cond = d.remote.condition
             # the broker did not take the message (0-9-1's nack): the neutral API's refused publish
             raise PublishNotConfirmed(f"publish of {message_id} to {s.address} not accepted: broker answered {name}" + (f" ({cond.name}: {cond.description})" if cond else ""))
+
+    def _send_framed(self, s: _Sender, msg: Message) -> Any:
+        """Send ``msg`` on ``s``. On a connection that announced its own max-frame-size (URL option
+        max-frame-size=N), a message larger than that leaves in transfer frames no larger either,
+        each with more=true but the last (transport 2.6.14: a sender MAY split a message over
+        several transfers), as proton otherwise splits only at the peer's max-frame-size: the bytes
+        are streamed a frame's worth at a time, each written before the next is added."""
+        frame = self._loop.max_frame
+        encoded = msg.encode()
+        # room for the frame header and the transfer performative (delivery-id, tag, flags, state)
+        chunk = frame - 512 if frame else 0
+        if chunk <= 0 or len(encoded) <= chunk:
+            return s.link.send(msg)
+        d = s.link.delivery(f"split-{uuid.uuid4().hex[:8]}")
+        for i in range(0, len(encoded), chunk):
+            s.link.stream(encoded[i:i + chunk])
+            last = i + chunk >= len(encoded)
+            if last:
+                s.link.advance()
+            self._loop.pump()
+            if not last:
+                # each part leaves as a transfer of its own (more=true) before the next is streamed
+                self._loop.wait(lambda: s.link.session.outgoing_bytes == 0 or s.remote_closed or self._remote_closed,
+                                "a transfer frame of a split message written")
+        return d
 
     def settlements(self, queue: str, ids: list[str], timeout: float) -> dict[str, list[str]]:
         """Send one unsettled message per id on a link of its own and return, per id, every
