@@ -18,12 +18,14 @@ from typing import Any, Mapping
 
 from conformance.catalogue.capabilities import adapter_capabilities, vocabulary
 from conformance.catalogue.profiles import Profile
-from conformance.errors import Unsupported
+from conformance.errors import OperationTimeout, Unsupported
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.reference import judge
 from conformance.kit.verdicts import Verdict, same
 
 POLICIES = ("publication-order", "head-in-return-order", "tail-in-return-order")
+#: How long a returned message may take to be counted ready again before the drain judges what came back.
+RETURN_WINDOW_S = 5.0
 #: What a variant needs beyond the requirement's needs (conformance/catalogue/data/capabilities.yaml).
 VARIANT_NEEDS: dict[str, tuple[str, ...]] = {"consumer-loss": (), "recover": ("recover",), "nack": ("nack.requeue", "consume.pause")}
 
@@ -37,6 +39,16 @@ def expected_order(policy: str, published: list[str], returned: list[str]) -> li
     if policy == "tail-in-return-order":
         return untouched + returned
     raise ValueError(f"unknown requeue policy {policy!r}; one of {', '.join(POLICIES)}")
+
+
+def back_in_queue(ctx: CaseContext, q: str, ready: int, what: str) -> None:
+    """Barrier: the queue counts ``ready`` messages again. A return the broker accepted and never
+    made (the count stays short) is an observation, not the suite's error: the drain's order then
+    shows what is missing, and the verdict fails it."""
+    try:
+        ctx.wait_for(lambda: ctx.stats(q).ready >= ready, what, timeout=RETURN_WINDOW_S)
+    except OperationTimeout:
+        pass  # recorded in the history by wait_for
 
 
 class TestRequeuePosition(Case):
@@ -65,12 +77,12 @@ class TestRequeuePosition(Case):
                 sb.recover(requeue=True)
             else:
                 sb.nack(held_b.tag, requeue=True)
-            ctx.wait_for(lambda: ctx.stats(q).ready == 3, "B's delivery back in the queue")
+            back_in_queue(ctx, q, 3, "B's delivery back in the queue")
             if ctx.variant == "recover":
                 sa.recover(requeue=True)
             else:
                 sa.nack(held_a.tag, requeue=True)
-            ctx.wait_for(lambda: ctx.stats(q).ready == 4, "A's delivery back in the queue")
+            back_in_queue(ctx, q, 4, "A's delivery back in the queue")
         else:
             conn_b.cut()
             ctx.await_consumers(q, 1)
