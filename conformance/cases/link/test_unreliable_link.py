@@ -67,8 +67,7 @@ def raw_settle_presettled(ctx: CaseContext, q: str, outcome: str) -> Obs:
     on the wire for a delivery it has forgotten. The barrier that the broker has read that
     disposition is the answer to a second link's attach on the same session (a session's frames are
     handled in order); the connection is then closed and the queue drained."""
-    opener = getattr(ctx.adapter, "raw_connection")
-    conn = opener(ctx.url, timeout=PROMPT_S, name=f"conformance {ctx.requirement.id} raw")
+    conn = ctx.adapter.raw_connection(ctx.url, timeout=PROMPT_S, name=f"conformance {ctx.requirement.id} raw")
     ctx.history.add("raw", "connect", "frame-level connection")
     try:
         address = conn.address(q)

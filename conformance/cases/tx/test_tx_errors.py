@@ -38,7 +38,7 @@ class TestCommitRequiresSelect(Case):
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         if "discharge" in obs:
             a = obs["discharge"]
-            ok = a.startswith("rejected (amqp:transaction:") or a.startswith("control link ended: amqp:transaction:")
+            ok = a.startswith(("rejected (amqp:transaction:", "control link ended: amqp:transaction:"))
             return holds(ok, expected="a discharge (fail=false) of a txn-id the coordinator never declared, on a control link that declared "
                                       "nothing, rejected with a transaction-error (amqp:transaction:unknown-id)",
                          observed=a, key=None if ok else "discharge-" + a.split(" ")[0].rstrip(":"))
