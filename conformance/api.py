@@ -149,6 +149,14 @@ class Consumer(abc.ABC):
     def cancel(self) -> None:
         """Stop the subscription (basic.cancel / link detach). Unacknowledged deliveries stay held."""
 
+    def pause(self) -> None:
+        """Stop further deliveries to this subscription while those already made stay held and
+        settleable (capability consume.pause): 0-9-1 basic.cancel, AMQP 1.0 no more link credit.
+        Protocols without such a stop raise Unsupported."""
+        from conformance.errors import Unsupported
+
+        raise Unsupported("this protocol cannot stop a subscription and keep its deliveries held")
+
 
 class Session(abc.ABC):
     """An AMQP 0-9-1 channel or an AMQP 1.0 session: the scope of delivery tags and acknowledgements."""

@@ -164,6 +164,10 @@ class PikaConsumer(Consumer):
     def cancel(self) -> None:
         self.session.channel.basic_cancel(self.tag)
 
+    def pause(self) -> None:
+        """basic.cancel: "does not affect already delivered messages" (they stay held on the channel)."""
+        self.cancel()
+
 
 def _internals(what: str, *pairs: tuple[Any, str]) -> None:
     """pika's public API cannot express ``what``, so the adapter uses pika's private attributes; a pika
@@ -533,7 +537,7 @@ class PikaAdapter(Adapter):
         "client-failover", "consumer-cancel.keeps-unacked", "content-frames", "exchanges", "frame-faults", "get",
         "nack.discard", "nack.multiple", "nack.requeue", "prefetch.broker-window", "prefetch.count", "prefetch.global", "publish.confirmed",
         "queue.arguments", "queue.durability", "queue.purge", "recover", "reject.discard", "reject.requeue", "session-close", "tx", "tx.ack",
-        "tx.select-semantics",
+        "tx.select-semantics", "tx.end-undeclared", "consume.pause",
     })
 
     def connect(self, url: str, *, timeout: float = 10.0, name: str | None = None, op_timeout: float | None = None) -> Connection:

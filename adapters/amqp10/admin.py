@@ -237,10 +237,17 @@ class ProtocolCounter:
 BACKENDS: dict[str, type[Amqp091Admin] | type[QmfAdmin]] = {"rabbitmq": Amqp091Admin, "qpid-cpp": QmfAdmin}
 
 
+#: What a backend that reads a queue's consumer count adds: many receiving links of one session on
+#: one queue, judged by the count (AMQP 1.0 itself cannot count another connection's links).
+COUNTED_CONSUMERS = frozenset({"consume.many-per-session"})
+
+
 def backend_capabilities(product: str) -> frozenset[str]:
     """What the admin backend for ``product`` adds to the AMQP 1.0 adapter's capabilities."""
     backend = BACKENDS.get(product.lower())
-    return backend.capabilities if backend is not None else ProtocolCounter.capabilities
+    if backend is None:
+        return ProtocolCounter.capabilities
+    return backend.capabilities | (COUNTED_CONSUMERS if backend.counts else frozenset())
 
 
 def declarable(product: str, spec: QueueSpec) -> str | None:

@@ -387,6 +387,12 @@ class ProtonConsumer(Consumer, _Link):
     def cancel(self) -> None:
         self.close()
 
+    def pause(self) -> None:
+        """Grant no more credit (transport 2.6.7: a sender MUST NOT send beyond it): the link stays
+        attached and what it holds stays unsettled and settleable; settling no longer replenishes."""
+        self.replenish = False
+        self.session._loop.pump()
+
     def detach(self, timeout: float) -> str:
         """Detach with closed=true (transport 2.7.6) and wait for the broker's detach: "answered",
         or what happened instead (no answer within ``timeout``, the session ended). Deliveries that
@@ -589,7 +595,7 @@ class ProtonSession(Session):
         if s.remote_closed:
             raise _condition_error(s.error, f"broker detached the link to {s.address}")
         txn = self._current_txn()
-        d = s.link.send(msg)
+        d = self._send_framed(s, msg)
         if txn is not None:
             d.local.data = [txn]
             d.update(0x34)  # transactional-state
@@ -606,6 +612,31 @@ class ProtonSession(Session):
             cond = d.remote.condition
             # the broker did not take the message (0-9-1's nack): the neutral API's refused publish
             raise PublishNotConfirmed(f"publish of {message_id} to {s.address} not accepted: broker answered {name}" + (f" ({cond.name}: {cond.description})" if cond else ""))
+
+    def _send_framed(self, s: _Sender, msg: Message) -> Any:
+        """Send ``msg`` on ``s``. On a connection that announced its own max-frame-size (URL option
+        max-frame-size=N), a message larger than that leaves in transfer frames no larger either,
+        each with more=true but the last (transport 2.6.14: a sender MAY split a message over
+        several transfers), as proton otherwise splits only at the peer's max-frame-size: the bytes
+        are streamed a frame's worth at a time, each written before the next is added."""
+        frame = self._loop.max_frame
+        encoded = msg.encode()
+        # room for the frame header and the transfer performative (delivery-id, tag, flags, state)
+        chunk = frame - 512 if frame else 0
+        if chunk <= 0 or len(encoded) <= chunk:
+            return s.link.send(msg)
+        d = s.link.delivery(f"split-{uuid.uuid4().hex[:8]}")
+        for i in range(0, len(encoded), chunk):
+            s.link.stream(encoded[i:i + chunk])
+            last = i + chunk >= len(encoded)
+            if last:
+                s.link.advance()
+            self._loop.pump()
+            if not last:
+                # each part leaves as a transfer of its own (more=true) before the next is streamed
+                self._loop.wait(lambda: s.link.session.outgoing_bytes == 0 or s.remote_closed or self._remote_closed,
+                                "a transfer frame of a split message written")
+        return d
 
     def publish_pipelined(self, queue: str, messages: list[tuple[str, bytes]], *, mandatory: bool = False,
                           exchange: str = "", commit: bool = False, window: float = 5.0) -> list[PublisherEvent]:
@@ -922,7 +953,12 @@ class ProtonSession(Session):
         if c is None:
             raise ChannelClosed(406, "not in a transaction (select_tx was never called)")
         loop = self._loop
-        loop.wait(lambda: c.link.credit > 0 or c.remote_closed, "credit for a discharge")
+        try:
+            loop.wait(lambda: c.link.credit > 0 or c.remote_closed or self._remote_closed, "credit for a discharge")
+        except OperationTimeout as exc:
+            return f"no credit: {exc}"
+        if c.remote_closed or self._remote_closed:
+            return "control link ended before the discharge: " + _condition_error(c.error or self._error, "").text.lstrip(": ")
         d = c.link.send(Message(body=Described(symbol("amqp:discharge:list"), [txn_id, fail])))
         try:
             loop.wait(lambda: bool(d.remote_state) or c.remote_closed or self._remote_closed, "the coordinator's answer to a discharge")
@@ -1107,6 +1143,19 @@ class ProtonSession(Session):
     # -- transactions (AMQP 1.0 section 4: the transaction coordinator) --------------------------
 
     def select_tx(self) -> None:
+        self._coordinator = self._attach_coordinator()
+        self._declare()
+
+    def discharge_undeclared(self, *, fail: bool = False) -> str:
+        """Attach a control link to the transaction coordinator, declare nothing, and discharge a
+        txn-id the coordinator never allocated (transactions 4.3: the counterpart of 0-9-1's
+        tx.commit on a channel that never sent tx.select). The coordinator's answer as
+        :meth:`discharge_answer` words it; a coordinator refused at attach is TargetCannot (refused)."""
+        self._check()
+        self._coordinator = self._attach_coordinator()
+        return self.discharge_answer(f"never-declared-{uuid.uuid4().hex[:8]}".encode(), fail=fail)
+
+    def _attach_coordinator(self) -> _Sender:
         link = self._ssn.sender(f"txn-{uuid.uuid4().hex[:6]}")
         link.target.type = Terminus.COORDINATOR
         caps = link.target.capabilities
@@ -1125,8 +1174,7 @@ class ProtonSession(Session):
                 raise
             raise TargetCannot(f"the broker refused the transaction coordinator ({exc.text})", kind="refused",
                                refusal=f"attach of a link to the transaction coordinator answered with detach: {exc.text}") from None
-        self._coordinator = c
-        self._declare()
+        return c
 
     def _control(self, body: Any, what: str) -> Any:
         c = self._coordinator
@@ -1402,6 +1450,9 @@ class ProtonAdapter(Adapter):
         # ack/nack(multiple=True) settles each delivery up to the tag in one flush, which proton-c puts on the
         # wire as one disposition first..last (transport 2.7.6); prefetch is link credit renewed per settlement.
         "ack.range", "prefetch.count",
+        # a discharge of a txn-id never declared (ProtonSession.discharge_undeclared); a receiver that
+        # stops granting credit keeps what it holds (ProtonConsumer.pause)
+        "tx.end-undeclared", "consume.pause",
         "frames.split-message", "publish.priority",  # a transfer split with more=true; header priority
         # unsettled transfers sent back to back, each disposition the broker sends one event (publish_pipelined)
         "publish.pipelined",

@@ -1,7 +1,7 @@
 """A frame-level AMQP 1.0 client for the few spec rules python-qpid-proton gives no way to exercise:
 a flow with echo set, a flow pipelined before the broker's attach, a transfer with resume or with
 more and aborted both set, settled only on a delivery's first transfer, an incomplete unsettled map,
-a source filter. Performatives are encoded and decoded with proton's codec (``Data``); only the
+a source filter, a disposition of a delivery the broker sent settled. Performatives are encoded and decoded with proton's codec (``Data``); only the
 framing (transport 2.3) and the SASL exchange (security 5.3) are written here.
 
 Every read has a deadline; nothing here logs the URL's credentials.
@@ -225,6 +225,13 @@ class RawConnection:
         self.send(TRANSFER, [uint(handle), None if delivery_id is None else uint(delivery_id), tag, uint(0) if tag is not None else None,
                              settled, more, None, None, resume, aborted], payload)
         self.next_outgoing_id += 1  # transfer-ids count frames (transport 2.5.6)
+
+    def disposition(self, first: int, outcome: str, *, settled: bool = True) -> None:
+        """A receiver's disposition (transport 2.7.6) of delivery-id ``first`` with the outcome
+        released or rejected (messaging 3.4.4, 3.4.3), whatever the sender did with the delivery:
+        also one the sender settled at send, which proton's engine has forgotten and never settles."""
+        code = {"released": 0x26, "rejected": 0x25, "accepted": 0x24}[outcome]
+        self.send(DISPOSITION, [True, uint(first), uint(first), settled, Described(ulong(code), [])])
 
     def detach(self, handle: int) -> None:
         self.send(DETACH, [uint(handle), True])

@@ -22,16 +22,17 @@ BASE = {"id": "x", "match": {"product": "X", "protocols": ["p"]}}
 @pytest.mark.parametrize("adapter", [PikaAdapter, ProtonAdapter])
 def test_amqp_applicability_is_unchanged(adapter: type) -> None:
     """Capabilities reproduce the protocol lists exactly, so no AMQP verdict changes. A requirement
-    that names rules of AMQP 1.0 lists it although what it needs beyond the protocol comes from an
-    admin backend (exchanges: PUBLISH-UNKNOWN-EXCHANGE-404); the protocol's own capabilities then
-    lack only backend ones."""
-    from adapters.amqp10.admin import BACKENDS
+    that lists AMQP 1.0 may need what only a server's admin backend adds (exchanges, a consumer
+    count: PUBLISH-UNKNOWN-EXCHANGE-404, ACK-SIXTEEN-CONSUMERS), and applies over 1.0 exactly where
+    the backend offers it; the protocol's own capabilities then lack only backend ones."""
+    from adapters.amqp10.admin import BACKENDS, COUNTED_CONSUMERS
 
-    backend = frozenset().union(*(b.capabilities for b in BACKENDS.values())) if adapter.protocol == "amqp-1.0" else frozenset()
+    backend = frozenset().union(*(b.capabilities for b in BACKENDS.values())) | COUNTED_CONSUMERS \
+        if adapter.protocol == "amqp-1.0" else frozenset()
     for r in catalogue().values():
         by_protocol = adapter.protocol in r.protocols
         by_capability = applicability(r, adapter(), SimpleNamespace(id="p", lacks={})) is None
-        from_backend = by_protocol and dict(r.rules).get(adapter.protocol) and set(r.needs) - adapter.capabilities <= backend
+        from_backend = by_protocol and set(r.needs) - adapter.capabilities <= backend
         assert by_protocol == by_capability or from_backend, (adapter.name, r.id, r.needs)
 
 

@@ -109,8 +109,6 @@ GOOD += [
     ex("TestDynamicNodeAddress", "target-refused-source-created", with_(DYN, target={**DYN["target"], "answer": "refused: amqp:not-implemented"})),
     ex("TestDynamicAddressTraceable", "address-names-link-and-container", DYN),
     ex("TestPostingPresumptiveOutcome", "transactional-state-accepted", POST),
-    ex("TestDischargeUnknownRejected", "rejected-unknown-id", {"answer": "rejected (amqp:transaction:unknown-id)"}),
-    ex("TestDischargeUnknownRejected", "control-link-detached-unknown-id", {"answer": "control link ended: amqp:transaction:unknown-id: never declared"}),
 ]
 
 VIOLATIONS += [
@@ -135,8 +133,6 @@ VIOLATIONS += [
     (ex("TestPostingPresumptiveOutcome", "plain-accepted", with_(POST, answer="accepted")), "accepted"),
     (ex("TestPostingPresumptiveOutcome", "other-transaction", with_(POST, answer="transactional-state accepted (txn-id b'x', not this transaction's)")),
      "not this transaction's"),
-    (ex("TestDischargeUnknownRejected", "accepted", {"answer": "accepted"}), "accepted"),
-    (ex("TestDischargeUnknownRejected", "detached-without-transaction-error", {"answer": "control link ended: closed"}), "control link ended: closed"),
 ]
 
 

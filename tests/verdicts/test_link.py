@@ -38,6 +38,9 @@ GONE = {"published": ["m1", "m2"], "granted": {"snd-settle-mode": "settled"},
         "fetched": [dl("m1", 1, presettled=True), dl("m2", 2, presettled=True)], "second": []}
 NO_SETTLE = {"published": ["m1"], "fetched": [dl("m1", presettled=True)],
              "answer": {"refused_by": "client", "text": "pre-settled"}, "after": []}
+#: AMQP 1.0 through the frame-level client, as qpidd 1.39.0 answers (the disposition ignored, nothing back)
+NO_SETTLE_RAW = {"published": ["m1"], "raw": True, "attach": "answered", "transfer": {"delivery-id": 0, "settled": True}, "outcome": "released",
+                 "barrier": "answered", "errors": [], "log": [], "after": []}
 SYNC = {"published": ["m1"], "acked": [dl("m1")], "after": []}
 ASYNC = {"published": ["m1", "m2", "m3"], "acked": [dl("m1", 1), dl("m2", 2), dl("m3", 3)], "after": []}
 BROWSE = {"published": ["m1"], "acquirer": [dl("m1")],
@@ -65,6 +68,9 @@ LINK_GOOD: list[Example] = [
     ex("TestUnreliableLinkGoneAtFetch", "presettled", GONE),
     ex("TestUnreliableLinkGoneAtFetch", "amqp091-no-ack", with_(GONE, granted={}), RABBIT),
     ex("TestUnreliableLinkNoSettle", "broker-406", with_(NO_SETTLE, answer={"refused_by": "broker", "text": "406 unknown delivery tag 1"}), RABBIT),
+    ex("TestUnreliableLinkNoSettle", "amqp10-disposition-of-presettled-ignored", NO_SETTLE_RAW, QPIDD),
+    ex("TestUnreliableLinkNoSettle", "amqp10-rejected-session-ended-with-error",
+       with_(NO_SETTLE_RAW, outcome="rejected", barrier="ended: end(error)", errors=["end(amqp:illegal-state)"]), QPIDD),
     ex("TestAckSync", "gone", SYNC),
     ex("TestAckAsync", "gone", ASYNC),
     ex("TestBrowseNonDestructive", "three-browsers", BROWSE),
@@ -108,6 +114,10 @@ LINK_VIOLATIONS: list[tuple[Example, str]] = [
     (ex("TestUnreliableLinkNoSettle", "release-accepted", with_(NO_SETTLE, answer={"refused_by": None, "text": ""})), "accepted without complaint"),
     (ex("TestUnreliableLinkNoSettle", "released-back", with_(NO_SETTLE, answer={"refused_by": "broker", "text": "406 x"},
                                                              after=[dl("m1", redelivered=True)])), "unexpected [m1]"),
+    (ex("TestUnreliableLinkNoSettle", "amqp10-released-back", with_(NO_SETTLE_RAW, after=[dl("m1", redelivered=True, fa=False)])), "unexpected [m1]"),
+    (ex("TestUnreliableLinkNoSettle", "amqp10-sent-unsettled", with_(NO_SETTLE_RAW, transfer={"delivery-id": 0, "settled": False})), "unsettled"),
+    (ex("TestUnreliableLinkNoSettle", "amqp10-no-transfer", with_(NO_SETTLE_RAW, transfer=None)), "no transfer"),
+    (ex("TestUnreliableLinkNoSettle", "amqp10-barrier-unanswered", with_(NO_SETTLE_RAW, barrier="no answer within 2s")), "no answer within 2s"),
     (ex("TestAckSync", "resurrected", with_(SYNC, after=[dl("m1", redelivered=True, fa=False)])), "unexpected [m1]"),
     (ex("TestAckSync", "never-delivered", with_(SYNC, acked=[])), "missing [m1]"),
     (ex("TestAckAsync", "one-back", with_(ASYNC, after=[dl("m2", redelivered=True, fa=False)])), "unexpected [m2]"),

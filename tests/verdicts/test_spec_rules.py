@@ -47,6 +47,9 @@ G = GOOD_OBS
 SPEC_GOOD: list[Example] = [
     Example(case, f"{p.id}-{qt}", obs, queue_type=qt, profile=p)
     for case, obs in GOOD_OBS.items() for p in PROFILES for qt in (None, *p.queue_types)
+] + [
+    # ACK-SIXTEEN-CONSUMERS over AMQP 1.0 (qpidd 1.39.0: sixteen receiving links of one session, QMF consumerCount 16)
+    Example("TestSixteenConsumers", "amqp10-sixteen-links", {"asked": "attach of a receiving link", "accepted": 16, "refusal": None, "reported": 16}, queue_type=None),
 ]
 
 #: (example, fragment the observed text must contain)
@@ -76,6 +79,12 @@ SPEC_VIOLATION_TABLE: list[tuple[Example, str]] = [
     (Example("TestSixteenConsumers", "eighth-refused",
              with_(G["TestSixteenConsumers"], accepted=7, refusal=soft(406, "PRECONDITION_FAILED - too many consumers"), reported=7)), "7 basic.consume accepted"),
     (Example("TestSixteenConsumers", "queue-reports-fewer", with_(G["TestSixteenConsumers"], reported=1)), "reports 1"),
+    # over AMQP 1.0: the links attached, the admin backend's count (qpidd's QMF consumerCount)
+    (Example("TestSixteenConsumers", "amqp10-ninth-link-refused",
+             {"asked": "attach of a receiving link", "accepted": 8, "refusal": soft(506, "broker refused a receiving link: amqp:resource-limit-exceeded"),
+              "reported": 8}), "8 attach of a receiving link accepted"),
+    (Example("TestSixteenConsumers", "amqp10-queue-counts-one-session-once",
+             {"asked": "attach of a receiving link", "accepted": 16, "refusal": None, "reported": 1}), "reports 1"),
     # PERSIST-EXCLUSIVE-QUEUE-LOCKED
     (Example("TestExclusiveQueueLocked", "passive-declare-from-another-connection-allowed",
              with_(G["TestExclusiveQueueLocked"], passive=OPEN)), "no channel exception"),

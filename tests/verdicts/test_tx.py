@@ -75,6 +75,9 @@ GOOD_OBS: dict[str, list[dict[str, Any]]] = {
     "TestCommitRequiresSelect": [
         {"variant": "commit", "answer": channel_406("PRECONDITION_FAILED - channel is not transactional")},
         {"variant": "rollback", "answer": channel_406("PRECONDITION_FAILED - channel is not transactional")},
+        # AMQP 1.0: the discharge of a txn-id never declared, rejected or its control link detached with the error (qpidd 1.39.0)
+        {"variant": "commit", "discharge": "rejected (amqp:transaction:unknown-id)"},
+        {"variant": "commit", "discharge": "control link ended: amqp:transaction:unknown-id: Cannot discharge transaction never-declared-1, no current transaction"},
     ],
     "TestAckAllCommit": [
         {"variant": "outstanding", "held": msgs(3), "commit": OPEN, "second": OPEN, "later": ["after-commit-1"], "remaining": again("after-commit-1")},
@@ -125,6 +128,10 @@ TX_VIOLATIONS: list[Example] = [
     Example("TestCommitRequiresSelect", "commit-accepted", with_(G["TestCommitRequiresSelect"], answer=OPEN)),
     Example("TestCommitRequiresSelect", "connection-closed-instead", with_(G["TestCommitRequiresSelect"], answer=connection_closed(503, "COMMAND_INVALID"))),
     Example("TestCommitRequiresSelect", "channel-503", with_(G["TestCommitRequiresSelect"], answer=soft(503, "COMMAND_INVALID"))),
+    Example("TestCommitRequiresSelect", "amqp10-discharge-accepted", {"variant": "commit", "discharge": "accepted"}, shows="accepted"),
+    Example("TestCommitRequiresSelect", "amqp10-detached-without-transaction-error", {"variant": "commit", "discharge": "control link ended: closed"},
+            shows="control link ended: closed"),
+    Example("TestCommitRequiresSelect", "amqp10-unanswered", {"variant": "commit", "discharge": "no answer: timed out after 30.0s"}, shows="no answer"),
     Example("TestConfirmsExclusive", "tx-on-confirm-channel-accepted", {"variant": "confirm-then-tx", "answer": OPEN}, queue_type=None),
     Example("TestConfirmsExclusive", "confirm-on-tx-channel-accepted", {"variant": "tx-then-confirm", "answer": OPEN}, queue_type=None),
     Example("TestAckAllCommit", "none-connection-541", with_(GOOD_OBS["TestAckAllCommit"][1], commit=connection_closed(541, "INTERNAL_ERROR - Unexpected error, please report")),

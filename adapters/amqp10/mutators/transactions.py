@@ -194,12 +194,32 @@ def _durable(payload: bytes) -> bool:
     return bool(values and values[0])
 
 
-@operator("torn-transfer-enqueued", P, "when the client vanishes inside a transfer frame, hands the broker the message as far as it arrived (its sections, its body cut where the frame broke) in a frame of its own")
+@operator("torn-transfer-enqueued", P, "when the client vanishes inside a transfer frame, or between the transfer frames of a message it split (more=true), hands the broker the message as far as it arrived (its sections, its body cut where it broke) in a frame of its own")
 class TornTransferEnqueued(Mutator):
     """A broker that enqueues the part of a message that arrived before the connection broke. Only
-    whole frames pass the proxy, so the broker never holds part of a frame: the operator builds the
-    torn message from the bytes held back (its performative, its complete sections, the body bytes
-    that came) and hands it over before the broker's side is closed."""
+    whole frames pass the proxy, so the broker never holds part of a frame; the transfer frames of a
+    delivery the client split (more=true) are held back until its last one comes (then forwarded
+    unchanged). When the client goes away, the operator builds the torn message from the bytes held
+    back (the first transfer's performative, the complete sections, the body bytes that came) and
+    hands it over as one last transfer before the broker's side is closed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The client's transfer frames of a delivery not yet complete (more=true), held back.
+        self.held: list[bytes] = []
+
+    def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
+        if sender is not C or kind(frame) != "transfer":
+            return None
+        _, fields, _ = split(frame.raw)
+        more = len(fields) > 5 and bool(fields[5])
+        if not more and not self.held:
+            return None
+        self.held.append(frame.raw)
+        if more:
+            return []
+        out, self.held = self.held, []
+        return out
 
     def closing(self, sender: Sender) -> list[bytes]:
         from proton import Data
@@ -207,24 +227,33 @@ class TornTransferEnqueued(Mutator):
         if sender is not C:
             return []
         raw = self.io.pending(C)
-        if len(raw) < 8 or raw[5] != 0:  # not an AMQP frame begun
-            return []
-        doff = raw[4] * 4
-        body = raw[doff:]
-        if body[:3] != b"\x00\x53\x14":  # not a transfer
-            return []
+        partial = len(raw) >= 8 and raw[5] == 0 and raw[raw[4] * 4:][:3] == b"\x00\x53\x14"
+        if not self.held and not partial:
+            return []  # not inside a transfer
+        first = self.held[0] if self.held else raw
+        doff = first[4] * 4
         data = Data()
         try:
-            used = data.decode(body)
+            used = data.decode(first[doff:])
         except Exception:
             return []  # the performative itself is torn: nothing to enqueue
-        sections, rest = b"", body[used:]
+        fields = list(split(first)[1])  # binaries copied out of the codec's buffer
+        came = b"".join(split(f)[2] for f in self.held)
+        if partial and self.held:
+            tail = Data()
+            try:
+                came += raw[raw[4] * 4:][tail.decode(raw[raw[4] * 4:]):]
+            except Exception:  # noqa: BLE001 - the continuation's performative itself is torn: its payload never came
+                self.io.note("the last transfer's performative arrived torn: only the held frames' payload is handed over")
+        elif partial:
+            came = first[doff + used:]
+        sections, rest = b"", came
         while rest[:2] == b"\x00\x53" and len(rest) > 3:
             code = rest[2]
             if code in (0x75, 0x77) and len(rest) > 4 and rest[3] in (0xA0, 0xB0):  # data or amqp-value binary
                 start = 5 if rest[3] == 0xA0 else 8
-                came = rest[start:]
-                sections += rest[:3] + b"\xb0" + struct.pack(">I", len(came)) + came
+                body = rest[start:]
+                sections += rest[:3] + b"\xb0" + struct.pack(">I", len(body)) + body
                 break
             section = Data()
             try:
@@ -232,10 +261,18 @@ class TornTransferEnqueued(Mutator):
             except Exception:
                 break
             sections, rest = sections + rest[:n], rest[n:]
+        from proton import Described, ulong
+
         from adapters.amqp10.mutations import frame
 
-        torn = frame(raw[:doff], body[:used] + sections)
-        self.applied(f"the transfer the client left {len(raw)} of {int.from_bytes(raw[:4], 'big')} bytes into handed to the broker as a message of {len(sections)} bytes")
+        fields += [None] * (6 - len(fields))
+        fields[5] = False  # the last transfer of the delivery
+        perf = Data()
+        perf.put_object(Described(ulong(TRANSFER), fields))
+        torn = frame(first[:doff], perf.encode() + sections)
+        where = f"{len(self.held)} transfer frame(s) with more=true" if self.held else f"a transfer {len(raw)} of {int.from_bytes(raw[:4], 'big')} bytes"
+        self.held = []
+        self.applied(f"the client left after {where}: handed to the broker as one message of {len(sections)} bytes")
         return [torn]
 
 

@@ -1,4 +1,4 @@
-"""AMQP 0-9-1 basic.consume: the exclusive flag against existing consumers, and 16 consumers per queue."""
+"""Subscriptions: 0-9-1 basic.consume's exclusive flag against existing consumers; 16 consumers per queue (0-9-1 basic.consume, 1.0 receiving links)."""
 
 from __future__ import annotations
 
@@ -51,12 +51,13 @@ class TestSixteenConsumers(Case):
             if answer["closed"]:
                 break
         stats = ctx.await_consumers(q, CONSUMERS) if all(not a["closed"] for a in answers) else ctx.stats(q)
-        return {"accepted": sum(not a["closed"] for a in answers), "refusal": next((a for a in answers if a["closed"]), None),
+        return {"asked": "attach of a receiving link" if ctx.adapter.protocol == "amqp-1.0" else "basic.consume",
+                "accepted": sum(not a["closed"] for a in answers), "refusal": next((a for a in answers if a["closed"]), None),
                 "reported": stats.consumers if stats is not None else None}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
         refusal = obs["refusal"]
-        observed = f"{obs['accepted']} basic.consume accepted" + (f", then closed with {refusal['code']} {refusal.get('text', '')}".rstrip() if refusal else "")
+        observed = f"{obs['accepted']} {obs.get('asked', 'basic.consume')} accepted" + (f", then closed with {refusal['code']} {refusal.get('text', '')}".rstrip() if refusal else "")
         return holds(obs["accepted"] == CONSUMERS and obs["reported"] == CONSUMERS,
                      expected=f"{CONSUMERS} consumers on one queue: all accepted, the queue reports {CONSUMERS}",
                      observed=f"{observed}; the queue reports {obs['reported']}")

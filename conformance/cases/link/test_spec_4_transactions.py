@@ -2,8 +2,8 @@
 
 4.4.1 posting: a message posted unsettled in a live transaction gets, before any discharge, a
 disposition whose state is a transactional-state naming that transaction and carrying the outcome
-that will hold once it commits. 4.3 discharge: a discharge the coordinator cannot complete (it
-names a transaction that was never declared) is rejected with a transaction-error. A broker whose
+that will hold once it commits. (4.3 discharge: a discharge of a transaction never declared is
+TX-COMMIT-REQUIRES-SELECT's AMQP 1.0 form, conformance/cases/tx/test_tx_errors.py.) A broker whose
 coordinator refuses the control link at attach reports unsupported (refused), as elsewhere.
 """
 
@@ -54,19 +54,3 @@ class TestPostingPresumptiveOutcome(Case):
                   observed=a, key=None if ok else "presumptive-" + ("plain-outcome" if a.split(" ")[0] in TERMINAL else a.split(" ")[0])),
             returned_exactly(obs["after"], obs["published"], what="in the queue after the commit"),
         )
-
-
-class TestDischargeUnknownRejected(Case):
-    requirement = "TX-DISCHARGE-ERROR-REJECTED"
-
-    def scenario(self, ctx: CaseContext) -> Obs:
-        session = ctx.session("controller", via=ctx.proxy())
-        session.select_tx()  # a live transaction of its own; the discharge below names another
-        answer = session.discharge_answer(b"never-declared", fail=False)
-        return {"answer": answer}
-
-    def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
-        a = obs["answer"]
-        ok = a.startswith("rejected (amqp:transaction:") or a.startswith("control link ended: amqp:transaction:")
-        return holds(ok, expected="the discharge of a transaction never declared rejected with a transaction-error (amqp:transaction:...)",
-                     observed=a, key=None if ok else "discharge-" + a.split(" ")[0].rstrip(":"))

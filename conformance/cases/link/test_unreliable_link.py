@@ -7,11 +7,12 @@ AMQP 0-9-1 over a manual-ack or no-ack consumer.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from conformance.api import AckMode
 from conformance.catalogue.profiles import Profile
-from conformance.errors import ChannelClosed, SettlementRefused
+from conformance.errors import ChannelClosed, SettlementRefused, TargetCannot
 from conformance.kit.case import WAIT_S, Case, CaseContext, Obs, delivery_obs
 from conformance.kit.checkers import returned_exactly
 from conformance.kit.verdicts import Outcome, Verdict, first_failure, fmt, holds
@@ -56,6 +57,51 @@ def refusal(fn: Any) -> Obs:
     return {"refused_by": None, "text": ""}
 
 
+#: The broker owes its answers to the frame-level receiver (an attach, a transfer it has credit for) at once.
+PROMPT_S = 2.0
+
+
+def raw_settle_presettled(ctx: CaseContext, q: str, outcome: str) -> Obs:
+    """AMQP 1.0, frame by frame: a receiver asks for snd-settle-mode settled, takes one transfer,
+    then sends a disposition (``outcome``, settled) for it anyway, which proton's engine never puts
+    on the wire for a delivery it has forgotten. The barrier that the broker has read that
+    disposition is the answer to a second link's attach on the same session (a session's frames are
+    handled in order); the connection is then closed and the queue drained."""
+    conn = ctx.adapter.raw_connection(ctx.url, timeout=PROMPT_S, name=f"conformance {ctx.requirement.id} raw")
+    ctx.history.add("raw", "connect", "frame-level connection")
+    try:
+        address = conn.address(q)
+        conn.attach(f"unrel-{uuid.uuid4().hex[:6]}", 0, receiver=True, address=address, snd_settle_mode=1)
+        got = conn.read(lambda f: f.name == "attach")
+        attach = got[-1] if got and got[-1].name == "attach" else None
+        if attach is None:
+            return {"raw": True, "attach": "none: " + ", ".join(f.name for f in got), "log": list(conn.log)}
+        mode = {0: "unsettled", 1: "settled", 2: "mixed"}.get(int(attach.field(3) or 0), str(attach.field(3)))
+        if mode != "settled" or attach.field(5) is None:
+            raise TargetCannot(f"asked for an unreliable link from {address} (snd-settle-mode settled); the broker's attach answered "
+                               f"snd-settle-mode {mode}{'' if attach.field(5) is not None else ' and no source'}: it offers no at-most-once link",
+                               kind="refused", refusal=f"attach answered snd-settle-mode {mode} (asked settled)")
+        conn.flow(0, delivery_count=attach.field(9), link_credit=1)
+        frames = conn.read(lambda f: f.name == "transfer" and not f.field(5))  # the delivery's last (here: only) transfer
+        transfers = [f for f in frames if f.name == "transfer"]
+        if not transfers:
+            return {"raw": True, "attach": "answered", "transfer": None, "log": list(conn.log)}
+        first = transfers[0]
+        delivery_id, settled = int(first.field(1)), any(bool(t.field(4)) for t in transfers)
+        conn.disposition(delivery_id, outcome, settled=True)
+        conn.attach(f"barrier-{uuid.uuid4().hex[:6]}", 1, receiver=True, address=address)
+        after = conn.read(lambda f: f.name == "attach" and f.field(1) == 1 or f.name in ("end", "close"))
+        barrier = "answered" if any(f.name == "attach" for f in after) else ("ended: " + ", ".join(f.brief() for f in after[-1:]) if after else f"no answer within {PROMPT_S:g}s")
+        errors = [f.brief() for f in after if f.name in ("detach", "end", "close")]
+        conn.detach(1)
+        log = list(conn.log)
+    finally:
+        conn.close()
+    ctx.await_consumers(q, 0)
+    return {"raw": True, "attach": "answered", "transfer": {"delivery-id": delivery_id, "settled": settled}, "outcome": outcome,
+            "barrier": barrier, "errors": errors, "log": log, "after": [delivery_obs(d) for d in ctx.drain(q)]}
+
+
 class TestUnreliableLinkNoSettle(Case):
     requirement = "LINK-UNRELIABLE-NO-SETTLE"
     variants = ("release", "reject")
@@ -63,6 +109,11 @@ class TestUnreliableLinkNoSettle(Case):
     def scenario(self, ctx: CaseContext) -> Obs:
         q = ctx.queue()
         published = ctx.publish(q, 1)
+        if getattr(ctx.adapter, "raw_connection", None) is not None:
+            # AMQP 1.0: the adapter's own client refuses to settle a pre-settled delivery (nothing to
+            # settle at its end), so the frame-level client puts the disposition on the wire itself
+            obs = raw_settle_presettled(ctx, q, "released" if ctx.variant == "release" else "rejected")
+            return {"published": published, **obs}
         conn = ctx.connect("acquirer1")
         session = conn.session()
         got = session.consume(q, ack_mode=AckMode.AUTO).next(WAIT_S)
@@ -81,6 +132,8 @@ class TestUnreliableLinkNoSettle(Case):
                 "after": [delivery_obs(d) for d in ctx.drain(q)]}
 
     def verdict(self, obs: Obs, profile: Profile, queue_type: str | None) -> Verdict:
+        if obs.get("raw"):
+            return self.verdict_amqp10(obs)
         who = obs["answer"]["refused_by"]
         if who == "client":
             # Our own adapter refused before anything reached the wire, so the refusal half was never
@@ -99,6 +152,27 @@ class TestUnreliableLinkNoSettle(Case):
                   observed=f"refused by the {who}: {obs['answer']['text']}" if who else "accepted without complaint",
                   key=None if who else "settle-accepted"),
             returned_exactly(obs["after"], [], what="after the refused settlement and a disconnect"),
+        )
+
+
+    @staticmethod
+    def verdict_amqp10(obs: Obs) -> Verdict:
+        """Transport 2.6.12: a delivery settled at the sender is forgotten there, so a disposition for
+        it changes nothing (AMQP 1.0 names no error for it: the broker may ignore it or refuse it);
+        the message, gone at send (2.7.5, snd-settle-mode settled), must not come back."""
+        t = obs.get("transfer")
+        outcome = obs.get("outcome", "released")
+        return first_failure(
+            holds(obs["attach"] == "answered", expected="the broker attaches the unreliable link", observed=f"attach: {obs['attach']}",
+                  key=None if obs["attach"] == "answered" else "no-attach"),
+            holds(t is not None, expected=f"a transfer for the credit granted, within {PROMPT_S:g}s", observed="no transfer" if t is None else "a transfer",
+                  key=None if t is not None else "no-transfer"),
+            holds(bool(t and t["settled"]), expected="the delivery arrives settled at send (snd-settle-mode settled, transport 2.7.5)",
+                  observed="settled" if t and t["settled"] else "unsettled", key=None if t and t["settled"] else "unsettled-at-send"),
+            holds(obs.get("barrier") == "answered" or str(obs.get("barrier", "")).startswith("ended"),
+                  expected=f"the broker reads the client's disposition ({outcome}) of it: the next attach on the session is answered",
+                  observed=f"barrier: {obs.get('barrier')}", key=None if obs.get("barrier") == "answered" or str(obs.get("barrier", "")).startswith("ended") else "barrier-unanswered"),
+            returned_exactly(obs.get("after", []), [], what=f"after a disposition ({outcome}, settled) of a delivery the broker settled at send, and the connection's close"),
         )
 
 

@@ -2,11 +2,12 @@
 
 The producer publishes m1..m6 one confirm at a time. The proxy resets the connection at the 4th
 message: before its publish reaches the broker, after its header but before its body (a torn
-message; 0-9-1 only: an AMQP 1.0 message travels whole in its transfer), after its content (the
-broker has it, the confirm never arrives), or with the broker's confirm (0-9-1 basic.ack, 1.0 the
-accepting disposition) held back. A torn message is also torn inside its content: after the first
-of its several content frames, or inside its first one (half of the frame's bytes reach the broker,
-never its end). The queue is drained once the broker has dropped the channel (what it kept),
+message; 0-9-1 only: an AMQP 1.0 message's first transfer frame carries its content), after its
+content (the broker has it, the confirm never arrives), or with the broker's confirm (0-9-1
+basic.ack, 1.0 the accepting disposition) held back. A torn message is also torn inside its content:
+after the first of its several content frames (0-9-1 body frames; 1.0 transfer frames with
+more=true, the client announcing a max-frame-size below the message's size), or inside its first
+one (half of the frame's bytes reach the broker, never its end). The queue is drained once the broker has dropped the channel (what it kept),
 then the producer reconnects, resends every unconfirmed message with the same id, and the queue is
 drained again.
 """
@@ -22,7 +23,8 @@ from conformance.errors import ConnectionLost
 from conformance.kit.case import Case, CaseContext, Obs
 from conformance.kit.verdicts import Verdict, first_failure, fmt, holds
 from conformance.nemesis.faults import Fault, Moment
-from conformance.nemesis.points import fault_at
+from conformance.nemesis.points import fault_at, frame_size_query
+from conformance.secrets import SecretUrl
 
 MESSAGES, AT = 6, 4
 #: variant -> (fault point at the 4th message, moment); the points are data
@@ -58,12 +60,15 @@ def body_of(mid: str, size: int | None = None) -> bytes:
     return small if size is None else (small * (size // len(small) + 1))[:size]
 
 
-def publish_until_cut(ctx: CaseContext, q: str, fault: Fault, body: Callable[[str], bytes]) -> tuple[list[str], list[str], str]:
+def publish_until_cut(ctx: CaseContext, q: str, fault: Fault, body: Callable[[str], bytes], *, split: bool = False) -> tuple[list[str], list[str], str]:
     """m1..m6 published one confirm at a time through a proxy armed with ``fault``, until the cut:
     (ids, the confirmed ones, the fault's hit). Returns once the broker has dropped the producer's
-    channel, so what the queue holds next is what it kept."""
+    channel, so what the queue holds next is what it kept. ``split``: the producer's client takes
+    frames of at most one body frame's payload where its protocol lets it choose (AMQP 1.0's
+    max-frame-size), so a larger message leaves in several frames whatever the broker announces."""
     proxy = ctx.proxy()
-    producer = ctx.session("producer", via=proxy)
+    frames = frame_size_query(proxy.protocol, FRAME_PAYLOAD + 8) if split else {}
+    producer = ctx.connect("producer", via=proxy, url=SecretUrl(ctx.url).with_query(frames) if frames else None).session()
     tether = ctx.tether(producer)
     producer.enable_confirms()
     armed = proxy.arm(fault)
@@ -93,7 +98,7 @@ def publish_through_cut(ctx: CaseContext, variant: str) -> Obs:
     def body(mid: str | None) -> bytes:
         return body_of(mid or "", sizes.get(mid or ""))
 
-    ids, confirmed, hit = publish_until_cut(ctx, q, fault, body)
+    ids, confirmed, hit = publish_until_cut(ctx, q, fault, body, split=point == "publish-content-part")
     kept = [(d.message_id, d.body) for d in ctx.drain(q)]
     unconfirmed = [m for m in ids if m not in confirmed]
     again = ctx.session("producer-reconnected")
