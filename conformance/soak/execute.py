@@ -134,7 +134,10 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
         "stats": {"ops": len(ops), "publishes": publishes, "deliveries": counts.get("deliver:ok", 0),
                   "workload_s": round(workload_s, 3), "publishes_per_s": round(publishes / workload_s, 1) if workload_s else 0,
                   "ops_per_s": round(len(ops) / workload_s, 1) if workload_s else 0,
-                  "by_op": dict(sorted(counts.items())), "faults_fired": soak.fired, "drain": ran["drain"],
+                  "by_op": dict(sorted(counts.items())), "faults_fired": soak.fired,
+                  # entries whose time came after the workload ended (a long heal can push the rest past it)
+                  "faults_not_fired": [e for n, e in enumerate(options.schedule) if n not in {f["entry"] for f in soak.fired}],
+                  "drain": ran["drain"],
                   "problems": soak.problems},
         "finished_at": time.time(),
     }
@@ -147,9 +150,11 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
 
 def _summary(record: dict[str, Any], results: dict[str, Any], out: Path, say: Any) -> None:
     st = record["stats"]
+    skipped = ", ".join(f"{e['kind']}@{e['at_s']}s" for e in st["faults_not_fired"])
     say(f"history: {st['ops']} ops in {st['workload_s']:.1f}s ({st['ops_per_s']} ops/s; {st['publishes']} publishes, "
-        f"{st['publishes_per_s']}/s; {st['deliveries']} deliveries); faults fired: {len(st['faults_fired'])} of {len(record['schedule'])}; "
-        f"drain: {st['drain'].get('delivered')} delivered, {'queue empty' if st['drain'].get('complete') else 'NOT empty'}")
+        f"{st['publishes_per_s']}/s; {st['deliveries']} deliveries); faults fired: {len(st['faults_fired'])} of {len(record['schedule'])}"
+        + (f" (not fired, the workload had ended: {skipped})" if skipped else "")
+        + f"; drain: {st['drain'].get('delivered')} delivered, {'queue empty' if st['drain'].get('complete') else 'NOT empty'}")
     if record["checkers"].startswith("interim"):
         say("checkers: INTERIM (the shared checkers are not in this tree yet)")
     for name, r in results.items():

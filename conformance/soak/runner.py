@@ -316,7 +316,7 @@ class Soak:
         from conformance.nemesis.kinds import KINDS
 
         tname = getattr(self.target, "name", "target")
-        for entry in schedule:
+        for n, entry in enumerate(schedule):
             at = self.t0 + float(entry["at_s"])
             while not until() and time.monotonic() < at:  # the schedule's time, or the end of the workload
                 self.stop_producing.wait(min(0.2, max(0.0, at - time.monotonic())))
@@ -352,7 +352,7 @@ class Soak:
                 self.problem(f"nemesis {k} at {entry['at_s']}s: {exc}")
                 self._heal_anyway()
                 return
-            self.fired.append({**entry, "took_s": round(time.monotonic() - started, 3)})
+            self.fired.append({**entry, "entry": n, "took_s": round(time.monotonic() - started, 3)})
 
     def _heal_anyway(self) -> None:
         """After a fault that broke: the node started if it is not running (every fault heals)."""
