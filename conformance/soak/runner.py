@@ -11,14 +11,16 @@ run (conformance.soak.schedule).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from conformance.api import AckMode, Adapter, Connection, Consumer, QueueSpec, Session
 from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout, PublishNotConfirmed
@@ -453,10 +455,8 @@ class Soak:
 def _close(conn: Connection | None) -> None:
     if conn is None:
         return
-    try:
+    with contextlib.suppress(Exception):  # a connection the fault already took: nothing to close
         conn.close()
-    except Exception:  # noqa: BLE001 - a connection the fault already took: nothing to close
-        pass
 
 
 def queue_spec(profile: Any, queue_type: str | None) -> tuple[QueueSpec, str]:

@@ -150,6 +150,6 @@ def test_soak_kill_lavinmq(tmp_path: Path) -> None:
     scripted = tmp_path / "schedule.yaml"
     scripted.write_text("- {at_s: 1.0, kind: kill}\n")
     code = main(["soak", "--target", "process:lavinmq", "--seconds", "3", "--seed", "5", "--schedule", str(scripted), "--out", str(out)])
-    ops, soak = check_run(out, schedule)
+    _, soak = check_run(out, schedule)
     assert soak["product"] == "LavinMQ" and soak["version"] == "2.9.1"
     assert code == (1 if any(v["verdict"] == "fail" for v in soak["verdicts"].values()) else 0), soak["stats"]["problems"]
