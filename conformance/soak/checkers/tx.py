@@ -59,9 +59,9 @@ def check(ops: list[dict[str, Any]], options: CheckOptions = CheckOptions()) -> 
                 awaiting_drain += 1
             else:
                 missing = [mid for mid in ids if mid not in delivered]
-                outcome = f"was ok (op {ei})" if t == "ok" else f"outcome is unknown (op {ei})"
-                found.add("partial-commit", f"Expected: all or none of {txn}'s {len(ids)} messages delivered (its commit "
-                          f"{outcome}); Actual: {len(got)} delivered ({', '.join(got[:5])}), {len(missing)} never "
+                outcome = f"its commit ok at op {ei}" if t == "ok" else f"its commit's outcome unknown at op {ei}"
+                found.add("partial-commit", f"Expected: all or none of {txn}'s {len(ids)} messages delivered, "
+                          f"{outcome}; Actual: {len(got)} delivered ({', '.join(got[:5])}), {len(missing)} never "
                           f"({', '.join(missing[:5])}) by the end of the drain (op {drained})",
                           [ei, *(delivered[m] for m in got[:5]), drained])
             continue
