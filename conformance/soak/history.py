@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, TextIO
+from typing import Any, Self, TextIO
 
 #: ``type``: invoke before the operation is sent; ok / fail its outcome; unknown when the outcome
 #: cannot be known (a publish whose confirm was lost in a cut). A deliver is always ok.
@@ -102,7 +103,7 @@ def read_history(path: str | Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
             if not isinstance(op, dict):
-                raise ValueError(f"{path}:{n}: not a JSON object")
+                raise ValueError(f"{path}:{n}: not a JSON object")  # noqa: TRY004 -- a malformed line, like the one above
             ops.append(op)
     return ops
 
@@ -129,7 +130,7 @@ class HistoryWriter:
         self._start = clock()
         self._lock = threading.Lock()
         self._next = 0
-        self._fh: TextIO | None = open(self.path, "w", encoding="utf-8")
+        self._fh: TextIO | None = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 -- held open across record() calls, closed by close()
 
     def record(self, process: str, type: str, f: str, value: dict[str, Any] | None = None) -> int:
         """Append one operation; returns its index."""
@@ -155,7 +156,7 @@ class HistoryWriter:
                 self._fh.close()
                 self._fh = None
 
-    def __enter__(self) -> HistoryWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -13,7 +13,8 @@ pipeline reuse them.
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from conformance.soak.history import renumber
 

@@ -11,7 +11,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from conformance.soak.checkers import order, queue, redelivery, tx
 from conformance.soak.checkers.base import VERDICTS, Anomaly, CheckOptions, CheckResult

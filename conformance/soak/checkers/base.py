@@ -25,6 +25,9 @@ class CheckOptions:
         return cls(**{k: d[k] for k in ("ordered", "requeue_counts", "max_anomalies") if k in d})
 
 
+DEFAULT = CheckOptions()
+
+
 @dataclass
 class Anomaly:
     kind: str

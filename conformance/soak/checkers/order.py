@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.soak.checkers.base import CheckOptions, CheckResult, Findings, consumer_of
+from conformance.soak.checkers.base import DEFAULT, CheckOptions, CheckResult, Findings, consumer_of
 
 NAME = "order"
 KINDS = ("out-of-order",)
 
 
-def check(ops: list[dict[str, Any]], options: CheckOptions = CheckOptions()) -> CheckResult:
+def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> CheckResult:
+    options = options or DEFAULT
     found = Findings(options.max_anomalies)
     counts = dict.fromkeys(KINDS, 0)
     counts.update(first_deliveries=0, skipped_redelivered=0, unplaced=0)

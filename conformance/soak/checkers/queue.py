@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from conformance.soak.checkers.base import NO_DRAIN, CheckOptions, CheckResult, Findings, consumer_of, drain_completed
+from conformance.soak.checkers.base import DEFAULT, NO_DRAIN, CheckOptions, CheckResult, Findings, consumer_of, drain_completed
 
 NAME = "queue"
 KINDS = ("lost", "unexpected", "delivered-though-refused", "duplicate-after-ack")
@@ -31,7 +31,8 @@ KINDS = ("lost", "unexpected", "delivered-though-refused", "duplicate-after-ack"
 TALLIES = ("confirmed", "committed", "plain", "unknown", "commit_unknown", "refused")
 
 
-def check(ops: list[dict[str, Any]], options: CheckOptions = CheckOptions()) -> CheckResult:
+def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> CheckResult:
+    options = options or DEFAULT
     invoked: dict[str, tuple[int, str | None]] = {}   # id -> (publish invoke index, mode)
     outcome: dict[str, tuple[str, int]] = {}          # id -> (publish completion type, index)
     commits: dict[str, tuple[str, int, list[str]]] = {}  # txn -> (commit completion type, index, ids)

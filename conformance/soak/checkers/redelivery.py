@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.soak.checkers.base import CheckOptions, CheckResult, Findings
+from conformance.soak.checkers.base import DEFAULT, CheckOptions, CheckResult, Findings
 
 NAME = "redelivery"
 KINDS = ("redelivered-flag-missing", "delivery-count-decreased", "delivery-count-not-grown")
 
 
-def check(ops: list[dict[str, Any]], options: CheckOptions = CheckOptions()) -> CheckResult:
+def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> CheckResult:
+    options = options or DEFAULT
     first: dict[str, int] = {}                   # id -> its first delivery
     highest: dict[str, tuple[int, int]] = {}     # id -> (highest delivery count so far, its delivery)
     found = Findings(options.max_anomalies)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.soak.checkers.base import NO_DRAIN, CheckOptions, CheckResult, Findings, drain_completed
+from conformance.soak.checkers.base import DEFAULT, NO_DRAIN, CheckOptions, CheckResult, Findings, drain_completed
 
 NAME = "tx"
 KINDS = ("partial-commit", "delivered-though-rolled-back", "delivered-though-commit-failed", "delivered-though-never-committed")
 
 
-def check(ops: list[dict[str, Any]], options: CheckOptions = CheckOptions()) -> CheckResult:
+def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> CheckResult:
+    options = options or DEFAULT
     written: dict[str, list[tuple[str, int]]] = {}    # txn -> [(id, publish invoke)] from tx-mode publishes
     commit_invoked: dict[str, int] = {}
     ended: dict[str, tuple[str, str, int, list[str]]] = {}  # txn -> (f, type, index, ids) of its commit/rollback outcome
