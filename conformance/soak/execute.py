@@ -5,7 +5,6 @@ their own (already started: it is not stopped)."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -15,24 +14,12 @@ from urllib.parse import urlsplit
 from conformance.api import adapter_for
 from conformance.errors import ConformanceError, TargetError, UsageError
 from conformance.secrets import SecretUrl, redact, register_url, scrub
+from conformance.soak.checkers import CheckOptions, run_all
+from conformance.soak.history import problems as history_problems
+from conformance.soak.history import read_history
 from conformance.soak.runner import HistoryWriter, Soak, SoakOptions, queue_spec, write_json
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-
-
-def _checkers() -> tuple[Any, Any, bool]:
-    try:
-        from conformance.soak.checkers import CheckOptions, run_all
-
-        return run_all, CheckOptions, False
-    except ImportError:  # until the shared checkers are in this tree
-        from conformance.soak.interim_checkers_replace_with_h4 import CheckOptions, run_all
-
-        return run_all, CheckOptions, True
-
-
-def read_history(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _plain(x: Any) -> Any:
@@ -110,19 +97,18 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
             target.stop()
 
     ops = read_history(history_path)
-    run_all, CheckOptions, interim = _checkers()
-    try:
-        check_options = CheckOptions(ordered=options.ordered, requeue_counts=options.requeue_counts)
-    except TypeError:
-        check_options = CheckOptions()
-    results = run_all(ops, check_options)
+    shape = history_problems(ops)
+    if shape:  # the runner's own breakage: never judged as the broker's
+        raise TargetError(f"the soak wrote a history that breaks its schema: {'; '.join(shape[:3])}")
+    results = run_all(ops, CheckOptions(ordered=options.ordered, requeue_counts=options.requeue_counts))
     counts: dict[str, int] = {}
     for op in ops:
         key = f"{op['f']}:{op['type']}"
         counts[key] = counts.get(key, 0) + 1
     publishes = counts.get("publish:invoke", 0)
     workload_s = ran["workload_s"]
-    verdicts = {name: {"verdict": r.verdict, "counts": dict(r.counts), "anomalies": len(r.anomalies)} for name, r in results.items()}
+    verdicts = {name: {"verdict": r.verdict, "counts": dict(r.counts), "anomalies": r.counts.get("anomalies", len(r.anomalies)),
+                       "note": getattr(r, "note", "")} for name, r in results.items()}
     anomalies = [{"checker": name, **_plain(a)} for name, r in results.items() for a in r.anomalies]
     record = {
         "seed": options.seed, "target": getattr(target, "name", "") if spec is None else redact(spec),
@@ -130,7 +116,6 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
         **({"seconds": options.seconds} if options.seconds is not None else {"ops": options.ops}),
         "schedule": options.schedule, "options": {**options.record(), "queue": qspec.name, "queue_type": qtype},
         "verdicts": verdicts, "anomalies": anomalies,
-        "checkers": "interim (conformance.soak.interim_checkers_replace_with_h4)" if interim else "conformance.soak.checkers",
         "stats": {"ops": len(ops), "publishes": publishes, "deliveries": counts.get("deliver:ok", 0),
                   "workload_s": round(workload_s, 3), "publishes_per_s": round(publishes / workload_s, 1) if workload_s else 0,
                   "ops_per_s": round(len(ops) / workload_s, 1) if workload_s else 0,
@@ -155,16 +140,15 @@ def _summary(record: dict[str, Any], results: dict[str, Any], out: Path, say: An
         f"{st['publishes_per_s']}/s; {st['deliveries']} deliveries); faults fired: {len(st['faults_fired'])} of {len(record['schedule'])}"
         + (f" (not fired, the workload had ended: {skipped})" if skipped else "")
         + f"; drain: {st['drain'].get('delivered')} delivered, {'queue empty' if st['drain'].get('complete') else 'NOT empty'}")
-    if record["checkers"].startswith("interim"):
-        say("checkers: INTERIM (the shared checkers are not in this tree yet)")
     for name, r in results.items():
-        figures = ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items()))
-        say(f"  {r.verdict.upper():<8} {name}: {len(r.anomalies)} anomal{'y' if len(r.anomalies) == 1 else 'ies'}"
-            + (f" ({figures})" if figures else ""))
+        figures = ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items()) if k != "anomalies")
+        total = r.counts.get("anomalies", len(r.anomalies))
+        say(f"  {r.verdict.upper():<8} {name}: {total} anomal{'y' if total == 1 else 'ies'}"
+            + (f" ({figures})" if figures else "") + (f"; {r.note}" if getattr(r, "note", "") else ""))
         for a in r.anomalies[:3]:
             say(f"      {a.kind}: {a.text} [ops {', '.join(str(i) for i in a.ops[:8])}]")
-        if len(r.anomalies) > 3:
-            say(f"      ... {len(r.anomalies) - 3} more in {out}/soak.json")
+        if total > 3:
+            say(f"      ... {total - 3} more (listed in {out}/soak.json)")
     for p in st["problems"]:
         say(f"  problem: {p}")
     say(f"soak: {out}/history.jsonl  {out}/soak.json")

@@ -24,11 +24,7 @@ from typing import Any
 
 from conformance.api import AckMode, Adapter, Connection, Consumer, QueueSpec, Session
 from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout, PublishNotConfirmed
-
-try:
-    from conformance.soak.history import HistoryWriter
-except ImportError:  # until the shared history writer is in this tree (see the interim module's docstring)
-    from conformance.soak.interim_history_replace_with_h4 import HistoryWriter  # type: ignore[assignment]
+from conformance.soak.history import HistoryWriter
 
 MODES = ("confirm", "tx", "plain")
 #: How long one connect may take, and each operation after it (a paused broker answers nothing).

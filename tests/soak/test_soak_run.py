@@ -13,6 +13,7 @@ import pytest
 
 from conformance.cli import main
 from conformance.soak.execute import execute
+from conformance.soak.history import problems as history_problems
 from conformance.soak.runner import SoakOptions
 from conformance.soak.schedule import generate_schedule, load_schedule
 
@@ -68,7 +69,7 @@ def schema_problems(ops: list[dict[str, Any]]) -> list[str]:
 
 def check_run(out: Path, schedule: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     ops = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
-    problems = schema_problems(ops)
+    problems = schema_problems(ops) + history_problems(ops)
     assert not problems, "history.jsonl breaks the schema:\n" + "\n".join(problems[:20])
     soak = json.loads((out / "soak.json").read_text())
     for key in ("seed", "target", "product", "version", "protocol", "schedule", "options", "verdicts", "anomalies"):
