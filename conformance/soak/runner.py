@@ -192,10 +192,11 @@ class Soak:
                         s.rollback() if f == "rollback" else s.commit()
                         self.rec(name, "ok", f, {"txn": txn, "ids": ids})
                     except ChannelClosed as exc:
-                        self.rec(name, "fail", f, {"txn": txn, "ids": ids, "error": str(exc)})
+                        # the broker's refusal closes the channel; a connection close (320 at a shutdown) says nothing of the commit
+                        self.rec(name, "unknown" if exc.hard else "fail", f, {"txn": txn, "ids": ids, "error": str(exc)})
                         break
-                    except (ConnectionLost, AdapterError) as exc:
-                        self.rec(name, "unknown", f, {"txn": txn, "ids": ids, "error": str(exc)})
+                    except Exception as exc:  # noqa: BLE001 - the connection is gone or the client broke: the outcome cannot be known
+                        self.rec(name, "unknown", f, {"txn": txn, "ids": ids, "error": _err(exc)})
                         break
             finally:
                 _close(conn)
@@ -211,8 +212,8 @@ class Soak:
         except PublishNotConfirmed as exc:
             self.rec(name, "fail", "publish", {**value, "error": str(exc)})
             return True
-        except (ConnectionLost, ChannelClosed, AdapterError) as exc:  # the outcome cannot be known
-            self.rec(name, "unknown", "publish", {**value, "error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - the connection is gone or the client broke: the outcome cannot be known
+            self.rec(name, "unknown", "publish", {**value, "error": _err(exc)})
             return False
         self.rec(name, "ok", "publish", value)
         return True
@@ -229,10 +230,12 @@ class Soak:
             pending: list[tuple[str, dict[str, Any]]] = []  # acks and nacks sent, not yet proven by a round trip
             try:
                 self._consume_on(name, s, rng, pending)
-            except (ConnectionLost, ChannelClosed, AdapterError) as exc:
+            except Exception as exc:  # noqa: BLE001 - the connection is gone or the client broke: what was in flight is unknown
                 for f, v in pending:
-                    self.rec(name, "unknown", f, {**v, "error": str(exc)})
+                    self.rec(name, "unknown", f, {**v, "error": _err(exc)})
                 pending.clear()
+                if not isinstance(exc, (ConnectionLost, ChannelClosed, AdapterError)):
+                    self.problem(f"{name}: {_err(exc)}")
             finally:
                 _close(conn)
 
@@ -250,10 +253,10 @@ class Soak:
         try:
             c = s.consume(self.spec.name, ack_mode=AckMode.MANUAL, prefetch=self.o.prefetch)
         except ChannelClosed as exc:
-            self.rec(name, "fail", "consume", {**v, "error": str(exc)})
+            self.rec(name, "unknown" if exc.hard else "fail", "consume", {**v, "error": str(exc)})
             raise
-        except (ConnectionLost, AdapterError) as exc:
-            self.rec(name, "unknown", "consume", {**v, "error": str(exc)})
+        except Exception as exc:
+            self.rec(name, "unknown", "consume", {**v, "error": _err(exc)})
             raise
         self.rec(name, "ok", "consume", v)
         return c
@@ -280,8 +283,8 @@ class Soak:
                 self.rec(name, "invoke", "cancel", v)
                 try:
                     c.cancel()
-                except (ConnectionLost, AdapterError) as exc:
-                    self.rec(name, "unknown", "cancel", {**v, "error": str(exc)})
+                except Exception as exc:
+                    self.rec(name, "unknown", "cancel", {**v, "error": _err(exc)})
                     raise
                 self.rec(name, "ok", "cancel", v)
                 left = list(getattr(c, "buffer", ()))  # delivered before the cancel-ok: held, still ours to settle
@@ -368,16 +371,16 @@ class Soak:
         """Read everything left, until a passive declare counts the queue empty, within :data:`DRAIN_S`."""
         end = time.monotonic() + DRAIN_S
         self.rec("drain", "invoke", "drain", {"consumer": "drain"})
-        got = n = 0
+        got = 0
         while time.monotonic() < end:
             conn_s = self.connect("drain", threading.Event())
             if conn_s is None:
                 break
             conn, s = conn_s
+            pending: list[tuple[str, dict[str, Any]]] = []
             try:
                 c = s.consume(self.spec.name, ack_mode=AckMode.MANUAL, prefetch=max(self.o.prefetch, 50))
                 rng = random.Random(0)
-                pending: list[tuple[str, dict[str, Any]]] = []
                 while time.monotonic() < end:
                     try:
                         d = c.next(0.5)
@@ -395,7 +398,8 @@ class Soak:
                     if len(pending) >= 50:
                         self._settle_proven("drain", s, pending)
             except (ConnectionLost, ChannelClosed, AdapterError) as exc:
-                n += 1
+                for f, v in pending:
+                    self.rec("drain", "unknown", f, {**v, "error": str(exc)})
                 self.problem(f"drain: connection lost ({exc}); reconnecting")
             finally:
                 _close(conn)
@@ -446,6 +450,12 @@ class Soak:
             self.problem(f"client threads still running at the end: {', '.join(alive)}")
         drain = self.drain()
         return {"workload_s": workload_s, "drain": drain}
+
+
+def _err(exc: BaseException) -> str:
+    from conformance.errors import ConformanceError
+
+    return str(exc) if isinstance(exc, ConformanceError) else f"{type(exc).__name__}: {exc}"
 
 
 def _close(conn: Connection | None) -> None:
