@@ -29,6 +29,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--prefetch", type=int, default=10)
     p.add_argument("--nack-rate", type=float, default=0.05, help="share of deliveries nacked with requeue (seeded)")
     p.add_argument("--cancel-rate", type=float, default=0.01, help="chance per delivery that the consumer cancels and consumes again")
+    p.add_argument("--rollback-rate", type=float, default=0.1, help="share of tx-mode transactions rolled back instead of committed")
     p.add_argument("--queue-type", default=None, help="queue type from the profile (default quorum where offered, else classic)")
     p.add_argument("--nemesis", default="", help="fault kinds for the seeded schedule: cut,kill,restart,pause")
     p.add_argument("--fault-every", type=float, default=4.0, help="mean seconds between seeded faults (default 4)")
@@ -51,7 +52,7 @@ def options_from(args: argparse.Namespace) -> Any:
     for name in ("producers", "consumers", "prefetch"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name} must be at least 1")
-    for name in ("nack_rate", "cancel_rate"):
+    for name in ("nack_rate", "cancel_rate", "rollback_rate"):
         if not 0 <= getattr(args, name) <= 1:
             raise UsageError(f"--{name.replace('_', '-')} must be between 0 and 1")
     if args.ops is not None and args.ops < 1:
@@ -66,6 +67,7 @@ def options_from(args: argparse.Namespace) -> Any:
     schedule = load_schedule(args.schedule) if args.schedule else generate_schedule(args.seed, kinds, horizon, args.fault_every)
     return SoakOptions(seed=args.seed, seconds=seconds, ops=args.ops, producers=args.producers, consumers=args.consumers,
                        modes=modes, prefetch=args.prefetch, nack_rate=args.nack_rate, cancel_rate=args.cancel_rate,
+                       rollback_rate=args.rollback_rate,
                        queue_type=args.queue_type, nemesis=kinds, schedule=schedule, horizon_s=horizon,
                        ordered=args.ordered, requeue_counts=args.requeue_counts)
 
