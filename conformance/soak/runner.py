@@ -169,6 +169,11 @@ class Soak:
                         seq += 1
                         if not self._publish(name, s, seq, mode, None):
                             break
+                        if mode == "plain" and seq % SYNC_EVERY == 0:
+                            try:  # a round trip now and then: plain publishes keep the broker's pace, not the socket's
+                                s.sync()
+                            except Exception:  # noqa: BLE001 - the connection went: the next publish finds out and reconnects
+                                break
                         continue
                     txn_no += 1
                     txn = f"{name}-t{txn_no}"
