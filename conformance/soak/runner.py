@@ -44,7 +44,7 @@ class SoakOptions:
     seed: int = 1
     seconds: float | None = None
     ops: int | None = None
-    producers: int = 2
+    producers: int = 3
     consumers: int = 2
     modes: tuple[str, ...] = MODES
     prefetch: int = 10
@@ -292,9 +292,13 @@ class Soak:
                     self.rec(name, "unknown", "cancel", {**v, "error": _err(exc)})
                     raise
                 self.rec(name, "ok", "cancel", v)
-                left = list(getattr(c, "buffer", ()))  # delivered before the cancel-ok: held, still ours to settle
-                getattr(c, "buffer", []).clear()
-                for d in left:
+                while True:  # what arrived before the cancel-ok: held on the channel, still ours to settle
+                    try:
+                        d = c.next(0.0)
+                    except OperationTimeout as exc:
+                        if isinstance(exc, ConnectionLost):
+                            raise
+                        break
                     self._handle(name, s, d, rng, pending)
                 self._settle_proven(name, s, pending)
                 c = self._subscribe(name, s)
