@@ -65,6 +65,8 @@ def options_from(args: argparse.Namespace) -> Any:
         raise UsageError("give --nemesis (a seeded schedule) or --schedule (a scripted one), not both")
     horizon = seconds if seconds is not None else args.horizon
     schedule = load_schedule(args.schedule) if args.schedule else generate_schedule(args.seed, kinds, horizon, args.fault_every)
+    if kinds and not schedule:
+        raise UsageError(f"--nemesis {args.nemesis}: a soak of {horizon:g}s leaves no room for a fault (none in the first and last second)")
     return SoakOptions(seed=args.seed, seconds=seconds, ops=args.ops, producers=args.producers, consumers=args.consumers,
                        modes=modes, prefetch=args.prefetch, nack_rate=args.nack_rate, cancel_rate=args.cancel_rate,
                        rollback_rate=args.rollback_rate,

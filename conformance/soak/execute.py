@@ -48,7 +48,7 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
         assert spec is not None
         register_url(spec)
         target = make_target(spec, run_dir=str(out))
-    kinds = sorted({e["kind"] for e in options.schedule})
+    kinds = sorted({e["kind"] for e in options.schedule} | set(options.nemesis))
     broker_kinds = [KINDS[k] for k in kinds if k != "cut"]
     why = fault_applicability(broker_kinds, target)
     if why:

@@ -106,6 +106,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("- {at_s: 1, kind: meteor}\n")
     assert main(["soak", "--target", "amqp://127.0.0.1:1/", "--schedule", str(bad), "--out", str(tmp_path / "b")]) == 2
+    assert main(["soak", "--target", "amqp://127.0.0.1:1/", "--nemesis", "cut", "--seconds", "2", "--out", str(tmp_path / "d")]) == 2
     # a URL the suite only connects to cannot be restarted: refused before anything runs
     assert main(["soak", "--target", "amqp://127.0.0.1:1/", "--nemesis", "restart", "--out", str(tmp_path / "c")]) == 2
 
