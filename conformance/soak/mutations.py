@@ -40,41 +40,44 @@ def lose_confirmed(ops: Ops, seed: int = 0, rate: float = 0.001) -> Ops:
 
 
 def duplicate_after_failover(ops: Ops, seed: int = 0, count: int = 3) -> Ops:
-    """After the first heal that follows settled acks, deliver ``count`` of those messages again
-    (redelivered=true, the delivery count one up: every flag right, only the duplicate wrong).
-    A settled ack is an ack ok that a later ack or nack ok of the same consumer followed with no
-    fault in between: the broker had it."""
+    """After a heal (one of those that follow ``count`` settled acks, the seed picks), deliver
+    ``count`` of those messages again (redelivered=true, the delivery count one up: every flag
+    right, only the duplicate wrong). A settled ack is an ack ok that a later ack or nack ok of the
+    same consumer followed with no fault in between: the broker had it."""
     rng = random.Random(seed)
-    unsettled: dict[str, tuple[str, int]] = {}     # consumer -> (id, ack index) of its last ack ok
+    unsettled: dict[str, str] = {}                  # consumer -> the id of its last ack ok
     settled: list[str] = []
-    last_delivery: dict[str, dict[str, Any]] = {}
+    heals: list[tuple[int, int]] = []               # (index after a heal, how many acks were settled then)
     for op in ops:
         f, v = op["f"], op["value"]
-        if f == "deliver":
-            last_delivery[v["id"]] = v
-        elif f in ("ack", "nack") and op["type"] == "ok":
+        if f in ("ack", "nack") and op["type"] == "ok":
             consumer = v.get("consumer") or op["process"]
             if consumer in unsettled:
-                settled.append(unsettled.pop(consumer)[0])
+                settled.append(unsettled.pop(consumer))
             if f == "ack":
-                unsettled[consumer] = (v["id"], op["index"])
+                unsettled[consumer] = v["id"]
         elif f == "fault":
             unsettled.clear()
         elif f == "heal" and len(settled) >= count:
-            at = op["index"] + 1
-            break
-    else:
+            heals.append((op["index"] + 1, len(settled)))
+    if not heals:
         raise ValueError(f"no heal after {count} settled acks")
-    consumers = sorted({v.get("consumer") for op in ops[:at] if op["f"] == "deliver"
-                        for v in (op["value"],) if v.get("ack_mode") == "manual"})
+    at, n = rng.choice(heals)
+    last_delivery: dict[str, dict[str, Any]] = {}
+    consumers: set[str] = set()
+    for op in ops[:at]:
+        if op["f"] == "deliver":
+            last_delivery[op["value"]["id"]] = op["value"]
+            if op["value"].get("ack_mode") == "manual":
+                consumers.add(op["value"]["consumer"])
     inserted = []
-    for mid in rng.sample(settled, count):
+    for mid in rng.sample(settled[:n], count):
         prev = last_delivery[mid]
-        n = prev.get("delivery_count")
-        consumer = rng.choice(consumers)
+        count_before = prev.get("delivery_count")
+        consumer = rng.choice(sorted(consumers))
         inserted.append({"index": -1, "time_ns": ops[at - 1]["time_ns"], "process": consumer, "type": "ok", "f": "deliver",
                          "value": {**prev, "consumer": consumer, "redelivered": True,
-                                   "delivery_count": None if n is None else n + 1}})
+                                   "delivery_count": None if count_before is None else count_before + 1}})
     return renumber([*ops[:at], *inserted, *ops[at:]])
 
 

@@ -5,6 +5,7 @@ of a healthy history, each found by the checker it is for."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import threading
@@ -327,6 +328,20 @@ def test_tx_fails_any_delivery_of_a_transaction_not_committed(outcome, f, kind) 
 
 
 # --- results, cap, history files ------------------------------------------------------------------
+
+def test_options_from_a_soak_json_and_run_all_leaves_the_collector_as_it_was() -> None:
+    assert CheckOptions.from_dict({"ordered": True, "seconds": 60}) == CheckOptions(ordered=True)
+    assert CheckOptions.from_dict(None) == CheckOptions()
+    assert gc.isenabled()
+    run_all(H().ops)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        run_all(H().ops)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
 
 def test_anomalies_are_capped_but_counted_in_full() -> None:
     h = H()

@@ -36,14 +36,19 @@ def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> Che
     invoked: dict[str, tuple[int, str | None]] = {}   # id -> (publish invoke index, mode)
     outcome: dict[str, tuple[str, int]] = {}          # id -> (publish completion type, index)
     commits: dict[str, tuple[str, int, list[str]]] = {}  # txn -> (commit completion type, index, ids)
-    deliveries: dict[str, list[int]] = defaultdict(list)
+    delivered: dict[str, int] = {}                    # id -> its first delivery
+    again: dict[str, list[int]] = {}                  # id -> its later deliveries (few: no list per id)
     first_ack: dict[str, int] = {}                    # id -> its first ack ok
     proven: dict[str, tuple[int, int]] = {}           # id -> (ack ok, the later op of its consumer that proves it)
     pending: dict[str, list[tuple[str, int]]] = defaultdict(list)  # consumer -> acks ok not yet proven
     for op in ops:
         f, t, v, i = op["f"], op["type"], op["value"], op["index"]
         if f == "deliver":
-            deliveries[v["id"]].append(i)
+            mid = v["id"]
+            if mid in delivered:
+                again.setdefault(mid, []).append(i)
+            else:
+                delivered[mid] = i
         elif f == "publish":
             if t == "invoke":
                 invoked[v["id"]] = (i, v.get("mode"))
@@ -66,7 +71,7 @@ def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> Che
     drained = drain_completed(ops)
     found = Findings(options.max_anomalies)
     counts = dict.fromkeys(KINDS, 0)
-    counts.update(published=len(invoked), deliveries=sum(map(len, deliveries.values())), delivered_ids=len(deliveries),
+    counts.update(published=len(invoked), deliveries=len(delivered) + sum(map(len, again.values())), delivered_ids=len(delivered),
                   duplicates=0, duplicates_after_ack=0)
     for name in TALLIES:
         counts[f"{name}_delivered"] = counts[f"{name}_not_delivered"] = 0
@@ -79,52 +84,53 @@ def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> Che
             for mid in ids:
                 target[mid] = ci
 
-    def tally(name: str, delivered: bool) -> None:
-        counts[f"{name}_delivered" if delivered else f"{name}_not_delivered"] += 1
+    keys = {name: (f"{name}_not_delivered", f"{name}_delivered") for name in TALLIES}
+
+    def tally(name: str, was_delivered: bool) -> None:
+        counts[keys[name][was_delivered]] += 1
 
     for mid, (ii, mode) in invoked.items():
-        delivered = mid in deliveries
+        was = mid in delivered
         out_type, oi = outcome.get(mid, ("unknown", ii))
         if mode == "tx":
             if mid in committed:
-                tally("committed", delivered)
-                if not delivered and drained is not None:
+                tally("committed", was)
+                if not was and drained is not None:
                     found.add("lost", f"Expected: {mid}, published in a transaction whose commit was ok (op {committed[mid]}), "
                               f"delivered at least once by the end of the drain (op {drained}); Actual: never delivered",
                               [ii, committed[mid], drained])
             elif mid in in_doubt:
-                tally("commit_unknown", delivered)
+                tally("commit_unknown", was)
             continue
         if out_type == "unknown":
-            tally("unknown", delivered)
+            tally("unknown", was)
         elif out_type == "fail":
-            tally("refused", delivered)
-            if delivered:
+            tally("refused", was)
+            if was:
                 found.add("delivered-though-refused", f"Expected: {mid} not delivered, its publish was refused (op {oi}); "
-                          f"Actual: delivered (op {deliveries[mid][0]})", [oi, deliveries[mid][0]])
+                          f"Actual: delivered (op {delivered[mid]})", [oi, delivered[mid]])
         elif mode == "confirm":
-            tally("confirmed", delivered)
-            if not delivered and drained is not None:
+            tally("confirmed", was)
+            if not was and drained is not None:
                 found.add("lost", f"Expected: {mid}, confirmed (op {oi}), delivered at least once by the end of the drain "
                           f"(op {drained}); Actual: never delivered", [ii, oi, drained])
         else:
-            tally("plain", delivered)
+            tally("plain", was)
 
-    for mid, idxs in deliveries.items():
+    for mid, first in delivered.items():
         if mid not in invoked:
-            found.add("unexpected", f"Expected: only published ids delivered; Actual: {mid} delivered (op {idxs[0]}) "
-                      f"but no publish of it was invoked", idxs[:3])
-        if len(idxs) > 1:
-            counts["duplicates"] += len(idxs) - 1
+            found.add("unexpected", f"Expected: only published ids delivered; Actual: {mid} delivered (op {first}) "
+                      f"but no publish of it was invoked", [first, *again.get(mid, ())[:2]])
+    for mid, later in again.items():
+        counts["duplicates"] += len(later)
         ai = first_ack.get(mid)
         if ai is None:
             continue
-        after = [d for d in idxs if d > ai]
-        counts["duplicates_after_ack"] += len(after)
+        counts["duplicates_after_ack"] += sum(1 for d in later if d > ai)
         if mid in proven:
             pa, proof = proven[mid]
-            for d in (d for d in idxs if d > pa):
+            for d in (d for d in later if d > pa):
                 found.add("duplicate-after-ack", f"Expected: {mid} not delivered again after its ack (op {pa}), which the broker "
                           f"had: a later op of the same consumer succeeded (op {proof}); Actual: delivered again (op {d})",
-                          [idxs[0], pa, proof, d])
+                          [delivered[mid], pa, proof, d])
     return found.result(NAME, counts, undecided="" if drained is not None else NO_DRAIN)
