@@ -30,7 +30,7 @@ TREES = {
 #: pyproject.toml) and the client libraries and codecs they wrap.
 NOT_IN_CORE = ("adapters", "conformance_stomp", "pika", "proton", "_proton", "cproton", "pamqp", "stomp")
 #: The folders of the core, each a test of its own below.
-CORE_PARTS = ("", "catalogue", "kit", "nemesis", "runner", "pytest_plugin", "cli", "cases")
+CORE_PARTS = ("", "catalogue", "kit", "nemesis", "runner", "pytest_plugin", "cli", "cases", "soak")
 
 
 def modules(trees: dict[str, Path]) -> dict[str, Path]:

@@ -3,7 +3,7 @@
 Exit codes: 0 every MUST held; 1 a MUST failed; 2 usage or infrastructure error (bad input,
 unreachable target, a case that could not reach a verdict).
 
-One module per command, each with its ``add_parser`` and its ``command``: run, selftest, report,
+One module per command, each with its ``add_parser`` and its ``command``: run, selftest, soak, report,
 gate, list (listing), adapter-check, new-adapter, explain. This module only parses and dispatches.
 """
 
@@ -15,14 +15,14 @@ import sys
 from collections.abc import Sequence
 
 from conformance import __version__, default_target
-from conformance.cli import adapter_check, explain, gate, listing, new_adapter, report, run, selftest
+from conformance.cli import adapter_check, explain, gate, listing, new_adapter, report, run, selftest, soak
 from conformance.cli.exit_codes import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 from conformance.cli.run import exit_code, pass_rates, summarize
 from conformance.errors import UsageError
 from conformance.runner.pytest_argv import TARGET_ENV, default_workers, pytest_args, target_argv
 
 #: The commands in ``conformance --help`` order.
-COMMANDS = (run, selftest, report, gate, listing, adapter_check, new_adapter, explain)
+COMMANDS = (run, selftest, soak, report, gate, listing, adapter_check, new_adapter, explain)
 
 __all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "TARGET_ENV", "build_parser", "default_workers", "exit_code", "main", "pass_rates",
            "pytest_args", "summarize", "target_argv"]

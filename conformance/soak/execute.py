@@ -1,0 +1,154 @@
+"""A whole soak: the target launched (or given), the clients behind the fault proxy when a cut is
+scheduled, the workload and nemesis (conformance.soak.runner), the checkers on the history, and
+OUT/soak.json. :func:`execute` is what ``conformance soak`` calls; tests call it with a target of
+their own (already started: it is not stopped)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from conformance.api import adapter_for
+from conformance.errors import ConformanceError, TargetError, UsageError
+from conformance.secrets import SecretUrl, redact, register_url, scrub
+from conformance.soak.checkers import CheckOptions, run_all
+from conformance.soak.history import problems as history_problems
+from conformance.soak.history import read_history
+from conformance.soak.runner import HistoryWriter, Soak, SoakOptions, queue_spec, write_json
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def _plain(x: Any) -> Any:
+    if is_dataclass(x) and not isinstance(x, type):
+        return {k: _plain(v) for k, v in asdict(x).items()}
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
+def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = None, adapter_name: str | None = None,
+            say: Any = print) -> tuple[int, dict[str, Any]]:
+    """Run one soak into ``out``; the exit code (0 every checker passed, 1 one failed, 2 the run
+    broke) and soak.json's content. ``spec``: a --target value to launch or attach (stopped at the
+    end); or ``target``: a started Target the caller owns."""
+    from conformance.catalogue.profiles import select_profile
+    from conformance.nemesis.kinds import KINDS, fault_applicability
+    from conformance.targets import make_target
+
+    out.mkdir(parents=True, exist_ok=True)
+    owned = target is None
+    proxy = None
+    if owned:
+        assert spec is not None
+        register_url(spec)
+        target = make_target(spec, run_dir=str(out))
+    kinds = sorted({e["kind"] for e in options.schedule} | set(options.nemesis))
+    broker_kinds = [KINDS[k] for k in kinds if k != "cut"]
+    why = fault_applicability(broker_kinds, target)
+    if why:
+        raise UsageError(f"the nemesis cannot act on this target: {why}")
+    started = False
+    try:
+        if owned:
+            target.start()
+            started = True
+        url = SecretUrl(target.url)
+        if "cut" in kinds:
+            from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
+
+            proxy = IsolatedFaultProxy.for_url(url).start()
+            client_url = SecretUrl(proxy.url(url))
+        else:
+            client_url = url
+        adapter = adapter_for(urlsplit(url).scheme, adapter_name, getattr(target, "protocol", None))()
+        conn = adapter.connect(client_url, name="soak probe")
+        server = conn.server
+        profile = select_profile(server.product, server.version, adapter.protocol, None)
+        qspec, qtype = queue_spec(profile, options.queue_type)
+        s = conn.session()
+        s.declare_queue(qspec)
+        conn.close()
+        history_path = out / "history.jsonl"
+        history = HistoryWriter(history_path)
+        soak = Soak(adapter, target, client_url, qspec, options, history, cut_all=proxy.cut_all if proxy else None)
+        say(f"soak: {server.product} {server.version} ({adapter.protocol}) at {redact(str(url))}, queue {qspec.name} ({qtype}), "
+            f"seed {options.seed}, {len(options.schedule)} scheduled fault(s): "
+            + (", ".join(f"{e['kind']}@{e['at_s']}s" for e in options.schedule) or "none"))
+        ran = soak.run()
+        history.close()
+        try:
+            conn = adapter.connect(client_url, name="soak cleanup")
+            conn.session().delete_queue(qspec.name)
+            conn.close()
+        except ConformanceError:
+            pass
+    except ConformanceError as exc:
+        raise TargetError(scrub(str(exc))) from None
+    finally:
+        if proxy is not None:
+            proxy.close()
+        if owned and started:
+            target.stop()
+
+    ops = read_history(history_path)
+    shape = history_problems(ops)
+    if shape:  # the runner's own breakage: never judged as the broker's
+        raise TargetError(f"the soak wrote a history that breaks its schema: {'; '.join(shape[:3])}")
+    results = run_all(ops, CheckOptions(ordered=options.ordered, requeue_counts=options.requeue_counts))
+    counts: dict[str, int] = {}
+    for op in ops:
+        key = f"{op['f']}:{op['type']}"
+        counts[key] = counts.get(key, 0) + 1
+    publishes = counts.get("publish:invoke", 0)
+    workload_s = ran["workload_s"]
+    verdicts = {name: {"verdict": r.verdict, "counts": dict(r.counts), "anomalies": r.counts.get("anomalies", len(r.anomalies)),
+                       "note": getattr(r, "note", "")} for name, r in results.items()}
+    anomalies = [{"checker": name, **_plain(a)} for name, r in results.items() for a in r.anomalies]
+    record = {
+        "seed": options.seed, "target": getattr(target, "name", "") if spec is None else redact(spec),
+        "product": server.product, "version": server.version, "protocol": adapter.protocol,
+        **({"seconds": options.seconds} if options.seconds is not None else {"ops": options.ops}),
+        "schedule": options.schedule, "options": {**options.record(), "queue": qspec.name, "queue_type": qtype},
+        "verdicts": verdicts, "anomalies": anomalies,
+        "stats": {"ops": len(ops), "publishes": publishes, "deliveries": counts.get("deliver:ok", 0),
+                  "workload_s": round(workload_s, 3), "publishes_per_s": round(publishes / workload_s, 1) if workload_s else 0,
+                  "ops_per_s": round(len(ops) / workload_s, 1) if workload_s else 0,
+                  "by_op": dict(sorted(counts.items())), "faults_fired": soak.fired,
+                  # entries whose time came after the workload ended (a long heal can push the rest past it)
+                  "faults_not_fired": [e for n, e in enumerate(options.schedule) if n not in {f["entry"] for f in soak.fired}],
+                  "drain": ran["drain"],
+                  "problems": soak.problems},
+        "finished_at": time.time(),
+    }
+    write_json(out / "soak.json", record)
+    failed = any(r.verdict == "fail" for r in results.values())
+    code = EXIT_FAIL if failed else EXIT_USAGE if soak.problems or not ran["drain"].get("complete") else EXIT_OK
+    _summary(record, results, out, say)
+    return code, record
+
+
+def _summary(record: dict[str, Any], results: dict[str, Any], out: Path, say: Any) -> None:
+    st = record["stats"]
+    skipped = ", ".join(f"{e['kind']}@{e['at_s']}s" for e in st["faults_not_fired"])
+    say(f"history: {st['ops']} ops in {st['workload_s']:.1f}s ({st['ops_per_s']} ops/s; {st['publishes']} publishes, "
+        f"{st['publishes_per_s']}/s; {st['deliveries']} deliveries); faults fired: {len(st['faults_fired'])} of {len(record['schedule'])}"
+        + (f" (not fired, the workload had ended: {skipped})" if skipped else "")
+        + f"; drain: {st['drain'].get('delivered')} delivered, {'queue empty' if st['drain'].get('complete') else 'NOT empty'}")
+    for name, r in results.items():
+        figures = ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items()) if k != "anomalies")
+        total = r.counts.get("anomalies", len(r.anomalies))
+        say(f"  {r.verdict.upper():<8} {name}: {total} anomal{'y' if total == 1 else 'ies'}"
+            + (f" ({figures})" if figures else "") + (f"; {r.note}" if getattr(r, "note", "") else ""))
+        for a in r.anomalies[:3]:
+            say(f"      {a.kind}: {a.text} [ops {', '.join(str(i) for i in a.ops[:8])}]")
+        if total > 3:
+            say(f"      ... {total - 3} more (listed in {out}/soak.json)")
+    for p in st["problems"]:
+        say(f"  problem: {p}")
+    say(f"soak: {out}/history.jsonl  {out}/soak.json")

@@ -1,0 +1,157 @@
+"""`conformance soak` against real brokers: a short soak under a nemesis writes a history valid per
+the shared schema (docs/soak.md), a soak.json with its schedule and the checkers' verdicts; the
+same seed makes the same schedule."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cli import main
+from conformance.soak.execute import execute
+from conformance.soak.history import problems as history_problems
+from conformance.soak.runner import SoakOptions
+from conformance.soak.schedule import generate_schedule, load_schedule
+
+ROOT = Path(__file__).resolve().parents[2]
+TYPES = {"invoke", "ok", "fail", "unknown"}
+#: The value's keys each op must carry (the schema's; more are allowed, e.g. an error text).
+KEYS = {
+    "publish": {"id", "producer", "seq", "mode"},
+    "commit": {"txn", "ids"},
+    "rollback": {"txn", "ids"},
+    "deliver": {"id", "consumer", "redelivered", "delivery_count", "ack_mode"},
+    "ack": {"id", "consumer"},
+    "nack": {"id", "consumer", "requeue"},
+    "consume": {"consumer", "prefetch", "ack_mode"},
+    "cancel": {"consumer", "prefetch", "ack_mode"},
+    "fault": {"kind", "target", "detail"},
+    "heal": {"kind", "target", "detail"},
+    "drain": {"consumer"},
+}
+
+
+def schema_problems(ops: list[dict[str, Any]]) -> list[str]:
+    """Where ``ops`` (history.jsonl's lines) break the history schema, as text; empty when valid."""
+    problems = []
+    last_t = -1
+    for n, op in enumerate(ops):
+        where = f"line {n + 1} ({op.get('process')} {op.get('type')} {op.get('f')})"
+        if op.get("index") != n:
+            problems.append(f"{where}: index {op.get('index')}, expected {n}")
+        if not isinstance(op.get("time_ns"), int) or op["time_ns"] < last_t:
+            problems.append(f"{where}: time_ns {op.get('time_ns')!r} not a non-decreasing int")
+        last_t = op.get("time_ns", last_t)
+        p = op.get("process", "")
+        if not (p in ("nemesis", "drain") or (p[:1] in "pc" and p[1:].isdigit())):
+            problems.append(f"{where}: process {p!r}")
+        if op.get("type") not in TYPES:
+            problems.append(f"{where}: type {op.get('type')!r}")
+        f = op.get("f")
+        if f not in KEYS:
+            problems.append(f"{where}: f {f!r}")
+            continue
+        missing = KEYS[f] - set(op.get("value") or {})
+        if missing:
+            problems.append(f"{where}: value lacks {sorted(missing)}")
+        if f == "deliver" and op["type"] != "ok":
+            problems.append(f"{where}: a deliver is an observation, type ok only")
+        if f == "publish" and op["value"].get("mode") == "tx" and "txn" not in op["value"]:
+            problems.append(f"{where}: a tx-mode publish names its txn")
+        if f in ("fault", "heal") and p != "nemesis":
+            problems.append(f"{where}: {f} by {p}")
+    return problems
+
+
+def check_run(out: Path, schedule: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ops = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+    problems = schema_problems(ops) + history_problems(ops)
+    assert not problems, "history.jsonl breaks the schema:\n" + "\n".join(problems[:20])
+    soak = json.loads((out / "soak.json").read_text())
+    for key in ("seed", "target", "product", "version", "protocol", "schedule", "options", "verdicts", "anomalies"):
+        assert key in soak, f"soak.json lacks {key}"
+    assert soak["schedule"] == schedule
+    assert soak["verdicts"], "no checker verdicts in soak.json"
+    for name, v in soak["verdicts"].items():
+        assert v["verdict"] in ("pass", "fail", "unknown"), f"{name}: verdict {v['verdict']!r}"
+    seen = {op["f"] for op in ops}
+    assert {"publish", "deliver", "ack", "consume", "drain"} <= seen, f"ops recorded: {sorted(seen)}"
+    fired = [op for op in ops if op["f"] == "fault" and op["type"] == "ok"]
+    healed = [op for op in ops if op["f"] == "heal" and op["type"] == "ok"]
+    assert fired and len(healed) == len(fired), f"{len(fired)} fault(s) fired, {len(healed)} healed"
+    drain = [op for op in ops if op["f"] == "drain"]
+    assert [op["type"] for op in drain] == ["invoke", "ok"], f"the drain did not empty the queue: {drain}"
+    last_heal = max(op["index"] for op in healed)
+    assert last_heal < drain[0]["index"], "the drain began before every fault healed"
+    return ops, soak
+
+
+def test_same_seed_same_schedule(tmp_path: Path) -> None:
+    a = generate_schedule(7, ["cut", "kill", "restart"], 60.0)
+    assert a == generate_schedule(7, ["cut", "kill", "restart"], 60.0)
+    assert a != generate_schedule(8, ["cut", "kill", "restart"], 60.0)
+    assert a and all(1.0 <= e["at_s"] <= 59.0 and e["kind"] in ("cut", "kill", "restart") for e in a)
+    assert [e["at_s"] for e in a] == sorted(e["at_s"] for e in a)
+    scripted = tmp_path / "schedule.yaml"
+    scripted.write_text("- {at_s: 5, kind: restart}\n- {at_s: 2.5, kind: cut}\n")
+    assert load_schedule(scripted) == [{"at_s": 2.5, "kind": "cut"}, {"at_s": 5.0, "kind": "restart"}]
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert main(["soak", "--target", "amqp://127.0.0.1:1/", "--nemesis", "flood", "--out", str(tmp_path / "a")]) == 2
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- {at_s: 1, kind: meteor}\n")
+    assert main(["soak", "--target", "amqp://127.0.0.1:1/", "--schedule", str(bad), "--out", str(tmp_path / "b")]) == 2
+    assert main(["soak", "--target", "amqp://127.0.0.1:1/", "--nemesis", "cut", "--seconds", "2", "--out", str(tmp_path / "d")]) == 2
+    # a URL the suite only connects to cannot be restarted: refused before anything runs
+    assert main(["soak", "--target", "amqp://127.0.0.1:1/", "--nemesis", "restart", "--out", str(tmp_path / "c")]) == 2
+
+
+def test_soak_cut_rabbitmq(rabbit: Any, tmp_path: Path) -> None:
+    """The CLI against the session's private node, its clients behind the fault proxy, cut twice."""
+    out = tmp_path / "cut"
+    code = main(["soak", "--target", str.__str__(rabbit.url), "--seconds", "4", "--seed", "11", "--nemesis", "cut",
+                 "--fault-every", "1.5", "--producers", "3", "--consumers", "2", "--cancel-rate", "0.02", "--out", str(out)])
+    schedule = generate_schedule(11, ["cut"], 4.0, 1.5)
+    ops, soak = check_run(out, schedule)
+    assert code == (1 if any(v["verdict"] == "fail" for v in soak["verdicts"].values()) else 0), soak["verdicts"]
+    assert soak["options"]["queue_type"] == "quorum"
+    modes = {op["value"]["mode"] for op in ops if op["f"] == "publish"}
+    assert modes == {"confirm", "tx", "plain"}
+    assert any(op["f"] == "commit" and op["type"] == "ok" for op in ops)
+    assert any(op["f"] == "nack" for op in ops) and any(op["f"] == "cancel" for op in ops)
+    assert soak["stats"]["publishes"] > 50
+
+
+def test_soak_restart_rabbitmq(rabbit: Any, tmp_path: Path) -> None:
+    """A scripted restart of the session's node (launched by the suite, so it can take one); the
+    clients reconnect after it and the drain reads what is left."""
+    schedule = [{"at_s": 1.0, "kind": "restart"}]
+    options = SoakOptions(seed=3, seconds=2.5, producers=2, consumers=1, modes=("confirm", "tx"), schedule=schedule,
+                          nemesis=("restart",))
+    out = tmp_path / "restart"
+    code, soak = execute(None, options, out, target=rabbit, say=lambda _: None)
+    ops, soak = check_run(out, schedule)
+    assert code in (0, 1), soak["stats"]["problems"]
+    assert code == (1 if any(v["verdict"] == "fail" for v in soak["verdicts"].values()) else 0)
+    after = [op for op in ops if op["index"] > next(o["index"] for o in ops if o["f"] == "heal" and o["type"] == "ok")]
+    assert any(op["f"] == "deliver" for op in after), "nothing was delivered after the restart healed"
+
+
+LAVINMQ = ROOT.parent / "shared" / "brokers" / "lavinmq-2.9.1"
+
+
+@pytest.mark.skipif(not LAVINMQ.exists() and not os.environ.get("CONFORMANCE_LAVINMQ"), reason="no LavinMQ 2.9.1 in ../shared/brokers")
+def test_soak_kill_lavinmq(tmp_path: Path) -> None:
+    out = tmp_path / "lavinmq"
+    schedule = [{"at_s": 1.0, "kind": "kill"}]
+    scripted = tmp_path / "schedule.yaml"
+    scripted.write_text("- {at_s: 1.0, kind: kill}\n")
+    code = main(["soak", "--target", "process:lavinmq", "--seconds", "3", "--seed", "5", "--schedule", str(scripted), "--out", str(out)])
+    _, soak = check_run(out, schedule)
+    assert soak["product"] == "LavinMQ" and soak["version"] == "2.9.1"
+    assert code == (1 if any(v["verdict"] == "fail" for v in soak["verdicts"].values()) else 0), soak["stats"]["problems"]
