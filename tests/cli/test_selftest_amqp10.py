@@ -46,13 +46,16 @@ def test_selftest_amqp10_through_proton(rabbit, tmp_path: Path) -> None:
 @pytest.mark.timeout(900)
 def test_selftest_amqp10_on_qpidd_kills_every_provable_case(tmp_path: Path) -> None:
     """The whole catalogue over AMQP 1.0 on the Qpid C++ broker (process target): every provable
-    case killed, every declared kill met; the clean fails are the reviewed ones (expectation file)."""
+    case killed, every declared kill met; the clean fails are the reviewed ones (expectation file).
+    The restart and kill cases are left out, as in the 0-9-1 test: on this build without a store they
+    are documented deviations or a pass no mutation can fail (unproven_no_store), and their second
+    node doubled the test's time; `conformance selftest --target process:qpidd` runs them."""
     expected = load(EXPECTED / "qpid-cpp-1.39.0.yaml")
     binary = expected.binary_path()
     if binary is None:
         pytest.skip(f"{expected.product} {expected.version} absent: set ${expected.env} or keep {expected.binary} beside the checkout")
     out = tmp_path / "selftest"
-    proc = subprocess.run(conformance_cmd("selftest", "--target", expected.target, "--out", str(out), "--parallel", "4"),
+    proc = subprocess.run(conformance_cmd("selftest", "--target", expected.target, "--out", str(out), "--parallel", "4", "--skip-restarts"),
                           capture_output=True, text=True, timeout=840, env={**os.environ, expected.env: str(binary)})
     assert (out / "killmatrix.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     m = json.loads((out / "killmatrix.json").read_text())
