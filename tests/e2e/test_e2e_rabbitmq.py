@@ -26,7 +26,7 @@ from tests.support.kill_loss import acked_back_after_kill, lost_to_kill
 from tests.support.known_bugs import known_bug_fail
 
 
-def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run(conformance_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
