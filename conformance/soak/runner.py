@@ -323,7 +323,7 @@ class Soak:
     # -- nemesis --------------------------------------------------------------------------------
 
     def nemesis(self, schedule: list[dict[str, Any]], until: Callable[[], bool]) -> None:
-        from conformance.nemesis.kinds import KINDS
+        from conformance.nemesis.kinds import KINDS, strike
 
         tname = getattr(self.target, "name", "target")
         for n, entry in enumerate(schedule):
@@ -345,16 +345,22 @@ class Soak:
                     self.rec("nemesis", "ok", "heal", {**v, "detail": "nothing on the broker to heal: clients reconnect"})
                 else:
                     kind = KINDS[k]
+                    fired: list[bool] = []
+
+                    def say(op: str, detail: str, kind: Any = kind, v: dict[str, Any] = v, fired: list[bool] = fired) -> None:
+                        # the fault kind's own fire, hold and heal (strike) tells its steps: the act, then the node back
+                        if op == "note":
+                            return
+                        if not fired:
+                            fired.append(True)
+                            self.rec("nemesis", "ok", "fault", {**v, "detail": kind.fired_event or kind.does})
+                            self.rec("nemesis", "invoke", "heal", v)
+                        if op == kind.back_event:
+                            self.rec("nemesis", "ok", "heal", {**v, "detail": f"{op}: {detail}"})
+
                     self.healthy.clear()
                     try:
-                        kind.fire(self.target)
-                        self.rec("nemesis", "ok", "fault", {**v, "detail": kind.fired_event or kind.does})
-                        if kind.hold_s:
-                            time.sleep(kind.hold_s)  # the fault's own duration, not a wait for anything to settle
-                        self.rec("nemesis", "invoke", "heal", v)
-                        kind.heal(self.target)
-                        self.rec("nemesis", "ok", "heal", {**v, "detail": f"{kind.back_event}: accepting connections after "
-                                                                        f"{time.monotonic() - started:.1f}s"})
+                        strike(kind, self.target, say)
                     finally:
                         self.healthy.set()
             except Exception as exc:  # noqa: BLE001 - a fault that could not be fired or healed is the run's breakage
