@@ -37,6 +37,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--schedule", type=Path, default=None, help="a scripted schedule: YAML list of {at_s, kind} (instead of --nemesis)")
     p.add_argument("--ordered", action="store_true", help="tell the checkers the broker promises per-producer order here")
     p.add_argument("--requeue-counts", action="store_true", help="tell the checkers delivery counts must grow on every redelivery")
+    p.add_argument("--mutation", default=None, metavar="NAME[:N]",
+                   help="self-test aid: the fault proxy makes the broker wrong on purpose (confirmed-lost, duplicate-after-failover, "
+                        "tx-publish-dropped; docs/soak.md); the verdicts are then about the mutation, not the broker")
     p.add_argument("--out", type=Path, default=None, help="results folder (default runs/soak-<time>)")
     p.set_defaults(func=command)
 
@@ -67,11 +70,16 @@ def options_from(args: argparse.Namespace) -> Any:
     schedule = load_schedule(args.schedule) if args.schedule else generate_schedule(args.seed, kinds, horizon, args.fault_every)
     if kinds and not schedule:
         raise UsageError(f"--nemesis {args.nemesis}: a soak of {horizon:g}s leaves no room for a fault (none in the first and last second)")
+    mutation = getattr(args, "mutation", None)
+    if mutation:
+        from conformance.soak.wire_mutations import check_options
+
+        check_options(mutation, modes, {e["kind"] for e in schedule})
     return SoakOptions(seed=args.seed, seconds=seconds, ops=args.ops, producers=args.producers, consumers=args.consumers,
                        modes=modes, prefetch=args.prefetch, nack_rate=args.nack_rate, cancel_rate=args.cancel_rate,
                        rollback_rate=args.rollback_rate,
                        queue_type=args.queue_type, nemesis=kinds, schedule=schedule, horizon_s=horizon,
-                       ordered=args.ordered, requeue_counts=args.requeue_counts)
+                       ordered=args.ordered, requeue_counts=args.requeue_counts, mutation=mutation or None)
 
 
 def command(args: argparse.Namespace) -> int:

@@ -61,6 +61,11 @@ class LinkIO(Protocol):
         """The bytes of a frame ``sender`` began and never finished (held back: only whole frames
         pass), for an operator's :meth:`Mutator.closing` that hands the broker what it got."""
 
+    @property
+    def closed(self) -> bool:
+        """The connection is gone: reset, or closed by either peer (an operator that keeps what one
+        connection left for a later one reads it of connections it no longer hears from)."""
+
 
 class Mutator:
     """One operator's state on one connection. Subclasses override :meth:`rewrite`."""
@@ -97,6 +102,12 @@ class Mutation:
     param: str | None = None
     default_param: str | None = None
     rewritten: int = 0
+    #: "selftest": one of the self-test's operators (expectations.yaml says what it breaks); "soak":
+    #: made for a soak's checkers to find (``conformance soak --mutation``), never in the self-test.
+    scope: str = "selftest"
+    #: What the operator's connections share (one Mutation serves every connection of a proxy): a
+    #: rate counted over all of them, what one connection leaves for the next after a failover.
+    state: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def spec(self) -> str:
@@ -112,13 +123,14 @@ class Mutation:
 _REGISTRY: dict[str, Mutation] = {}
 
 
-def operator(name: str, protocol: str, description: str, *, default_param: str | None = None) -> Callable[[type[Mutator]], type[Mutator]]:
+def operator(name: str, protocol: str, description: str, *, default_param: str | None = None,
+             scope: str = "selftest") -> Callable[[type[Mutator]], type[Mutator]]:
     """Register a Mutator class under ``name`` (class decorator)."""
 
     def register(cls: type[Mutator]) -> type[Mutator]:
         if name in _REGISTRY:
             raise ValueError(f"mutation {name!r} registered twice")
-        _REGISTRY[name] = Mutation(name, protocol, description, cls, default_param=default_param)
+        _REGISTRY[name] = Mutation(name, protocol, description, cls, default_param=default_param, scope=scope)
         return cls
 
     return register
@@ -159,7 +171,7 @@ class Probe(Mutator):
         self.name: str | None = None
         _load()
         self.naming = _NAMING[protocol]
-        self.watch = [(m, m.mutator(_Unheard(io.conn, io))) for m in (dataclasses.replace(b, rewritten=0) for b in available(protocol))]
+        self.watch = [(m, m.mutator(_Unheard(io.conn, io))) for m in (dataclasses.replace(b, rewritten=0, state={}) for b in available(protocol))]
 
     def rewrite(self, sender: Sender, frame: Frame) -> list[bytes] | None:
         if self.name is None and sender is Sender.CLIENT:
@@ -226,8 +238,9 @@ def _plugin_expectation_files() -> list[Path]:
     return [Path(str(m.EXPECTATIONS_FILE)) for m in load_group(MUTATION_GROUP).values() if getattr(m, "EXPECTATIONS_FILE", None)]
 
 
-def available(protocol: str | None = None) -> list[Mutation]:
-    return [m for m in _load().values() if protocol is None or m.protocol == protocol]
+def available(protocol: str | None = None, scope: str = "selftest") -> list[Mutation]:
+    """The registered operators of ``protocol`` (every protocol when None) made for ``scope``."""
+    return [m for m in _load().values() if (protocol is None or m.protocol == protocol) and m.scope == scope]
 
 
 def make(spec: str) -> Mutation:
@@ -237,7 +250,7 @@ def make(spec: str) -> Mutation:
     if name not in known:
         raise UsageError(f"unknown mutation {name!r}; known: {', '.join(sorted(known))}")
     base = known[name]
-    return dataclasses.replace(base, param=param or None, rewritten=0)
+    return dataclasses.replace(base, param=param or None, rewritten=0, state={})
 
 
 @dataclasses.dataclass(frozen=True)

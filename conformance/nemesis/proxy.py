@@ -231,6 +231,11 @@ class _MutationIO:
         self.conn = link.id
         self._trace = trace
 
+    @property
+    def closed(self) -> bool:
+        """The connection is gone (reset, closed by a peer or by the proxy)."""
+        return self.link.closed
+
     def _write(self, writer: asyncio.StreamWriter | None, raws: list[bytes]) -> None:
         if raws and writer is not None and not self.link.closed:
             writer.write(b"".join(raws))

@@ -44,6 +44,7 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
     out.mkdir(parents=True, exist_ok=True)
     owned = target is None
     proxy = None
+    stats = None
     if owned:
         assert spec is not None
         register_url(spec)
@@ -59,14 +60,19 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
             target.start()
             started = True
         url = SecretUrl(target.url)
-        if "cut" in kinds:
+        adapter = adapter_for(urlsplit(url).scheme, adapter_name, getattr(target, "protocol", None))()
+        chosen = None
+        if options.mutation:
+            from conformance.soak.wire_mutations import choose
+
+            chosen = choose(options.mutation, options.seed, adapter.protocol)
+        if "cut" in kinds or chosen is not None:
             from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
 
-            proxy = IsolatedFaultProxy.for_url(url).start()
+            proxy = IsolatedFaultProxy.for_url(url, mutation=chosen.spec if chosen else None).start()
             client_url = SecretUrl(proxy.url(url))
         else:
             client_url = url
-        adapter = adapter_for(urlsplit(url).scheme, adapter_name, getattr(target, "protocol", None))()
         conn = adapter.connect(client_url, name="soak probe")
         server = conn.server
         profile = select_profile(server.product, server.version, adapter.protocol, None)
@@ -93,6 +99,7 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
     finally:
         if proxy is not None:
             proxy.close()
+            stats = proxy.mutation_stats() if chosen is not None else None
         if owned and started:
             target.stop()
 
@@ -115,6 +122,7 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
         "product": server.product, "version": server.version, "protocol": adapter.protocol,
         **({"seconds": options.seconds} if options.seconds is not None else {"ops": options.ops}),
         "schedule": options.schedule, "options": {**options.record(), "queue": qspec.name, "queue_type": qtype},
+        **({"mutation": chosen.record((stats or {}).get("rewritten"))} if chosen is not None else {}),
         "verdicts": verdicts, "anomalies": anomalies,
         "stats": {"ops": len(ops), "publishes": publishes, "deliveries": counts.get("deliver:ok", 0),
                   "workload_s": round(workload_s, 3), "publishes_per_s": round(publishes / workload_s, 1) if workload_s else 0,
@@ -130,6 +138,11 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
     failed = any(r.verdict == "fail" for r in results.values())
     code = EXIT_FAIL if failed else EXIT_USAGE if soak.problems or not ran["drain"].get("complete") else EXIT_OK
     _summary(record, results, out, say)
+    if chosen is not None:
+        m = record["mutation"]
+        caught = verdicts.get(m["expected_checker"], {}).get("verdict") == "fail"
+        say(f"MUTATED RUN (self-test, not a verdict on the broker): {m['name']} ({m['operator']}, {m.get('rewritten', 0)} rewrite(s)) "
+            + (f"caught by the {m['expected_checker']} checker" if caught else f"NOT caught: the {m['expected_checker']} checker did not fail"))
     return code, record
 
 

@@ -59,6 +59,8 @@ class SoakOptions:
     horizon_s: float = 10.0
     ordered: bool = False
     requeue_counts: bool = False
+    #: A soak mutation (conformance.soak.wire_mutations): the proxy makes the broker wrong on purpose.
+    mutation: str | None = None
 
     def record(self) -> dict[str, Any]:
         d = asdict(self)
