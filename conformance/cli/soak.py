@@ -40,6 +40,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--mutation", default=None, metavar="NAME[:N]",
                    help="self-test aid: the fault proxy makes the broker wrong on purpose (confirmed-lost, duplicate-after-failover, "
                         "tx-publish-dropped; docs/soak.md); the verdicts are then about the mutation, not the broker")
+    p.add_argument("--shrink", action="store_true",
+                   help="when a checker fails, re-run smaller soaks (fewer faults, fewer ops) and print the command replaying the smallest that still fails")
+    p.add_argument("--shrink-runs", type=int, default=None, help="with --shrink: at most this many re-runs (default 10)")
+    p.add_argument("--shrink-seconds", type=float, default=None, help="with --shrink: at most this many seconds of re-runs (default 300)")
     p.add_argument("--out", type=Path, default=None, help="results folder (default runs/soak-<time>)")
     p.set_defaults(func=command)
 
@@ -88,6 +92,16 @@ def command(args: argparse.Namespace) -> int:
     options = options_from(args)
     out = args.out or Path("runs") / time.strftime("soak-%Y%m%dT%H%M%SZ", time.gmtime())
     try:
+        if args.shrink:
+            from conformance.soak.shrink import MAX_RUNS, MAX_SECONDS, run_and_shrink
+
+            runs = args.shrink_runs if args.shrink_runs is not None else MAX_RUNS
+            seconds = args.shrink_seconds if args.shrink_seconds is not None else MAX_SECONDS
+            if runs < 1 or seconds <= 0:
+                raise UsageError("--shrink-runs must be at least 1 and --shrink-seconds positive")
+            code, _ = run_and_shrink(args.target, options, out, adapter_name=args.adapter, max_runs=runs, max_seconds=seconds,
+                                     say=lambda text: print(text, flush=True))
+            return code
         code, _ = execute(args.target, options, out, adapter_name=args.adapter, say=lambda text: print(text, flush=True))
     except TargetError as exc:
         print(f"conformance soak: {exc}")
