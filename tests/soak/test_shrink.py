@@ -4,6 +4,7 @@ duplicate after any fault that fired, faults after the workload's end never firi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from conformance.soak.runner import SoakOptions
@@ -13,7 +14,7 @@ from conformance.soak.shrink import Candidate, Outcome, judged_checker, replay_a
 RATE = 100.0
 
 
-def fake(fails_if, log=None):  # noqa: ANN001, ANN202 - a test helper
+def fake(fails_if: Callable[[int, list[tuple[float, str]]], bool], log: list[Candidate] | None = None) -> Callable[[Candidate], Outcome]:
     def run(c: Candidate) -> Outcome:
         fired = tuple(i for i, (at, _) in enumerate(c.schedule) if at < c.ops / RATE)
         f = fails_if(c.ops, [c.schedule[i] for i in fired])
