@@ -96,6 +96,9 @@ def selftest(opts: Options, say: Callable[[str], None] = print, progress: "StepP
     declared = expectations()
     specs = opts.mutations or [m.name for m in available(opts.protocol)]
     mutations: dict[str, Mutation] = {s: make(s) for s in specs}
+    soak_only = [s for s, m in mutations.items() if m.scope != "selftest"]
+    if soak_only:
+        raise UsageError(f"mutation(s) {', '.join(soak_only)} are made for soaks (conformance soak --mutation, docs/soak.md), not the self-test")
     wrong = [s for s, m in mutations.items() if m.protocol != opts.protocol]
     if wrong:
         raise UsageError(f"mutation(s) {', '.join(wrong)} rewrite {mutations[wrong[0]].protocol}, the target is spoken to over {opts.protocol}")
