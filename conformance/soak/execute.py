@@ -38,34 +38,46 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
     broke) and soak.json's content. ``spec``: a --target value to launch or attach (stopped at the
     end); or ``target``: a started Target the caller owns."""
     from conformance.catalogue.profiles import select_profile
-    from conformance.nemesis.kinds import KINDS, fault_applicability
+    from conformance.nemesis.kinds import fault_applicability
     from conformance.targets import make_target
 
     out.mkdir(parents=True, exist_ok=True)
     owned = target is None
-    proxy = None
     if owned:
         assert spec is not None
         register_url(spec)
         target = make_target(spec, run_dir=str(out))
     kinds = sorted({e["kind"] for e in options.schedule} | set(options.nemesis))
-    broker_kinds = [KINDS[k] for k in kinds if k != "cut"]
-    why = fault_applicability(broker_kinds, target)
+    cluster = is_cluster(target)
+    fault_kinds = soak_kinds(kinds, cluster)
+    if "partition" in fault_kinds:  # refused before a cluster boots when this machine cannot cut links
+        unusable = getattr(target, "partition_unusable", None)
+        if unusable is not None and unusable():
+            raise UsageError(f"the nemesis cannot act on this target: {fault_kinds['partition'].cannot_take(target)}")
+    why = fault_applicability([k for n, k in fault_kinds.items() if n != "cut"], target) if not cluster else None
     if why:
         raise UsageError(f"the nemesis cannot act on this target: {why}")
     started = False
+    proxies: list[Any] = []
     try:
         if owned:
             target.start()
             started = True
+        if cluster:  # the nodes exist once it started: asked now
+            why = fault_applicability([k for n, k in fault_kinds.items() if n != "cut"], target)
+            if why:
+                raise UsageError(f"the nemesis cannot act on this target: {why}")
+            from conformance.soak.schedule import assign_nodes
+
+            options.schedule = assign_nodes(options.schedule, options.seed, len(target.node_names()))
         url = SecretUrl(target.url)
+        node_urls = [SecretUrl(u) for u in target.node_urls().values()] if cluster else [url]
         if "cut" in kinds:
             from conformance.nemesis.proxy_isolated import IsolatedFaultProxy
 
-            proxy = IsolatedFaultProxy.for_url(url).start()
-            client_url = SecretUrl(proxy.url(url))
-        else:
-            client_url = url
+            proxies = [IsolatedFaultProxy.for_url(u).start() for u in node_urls]
+            node_urls = [SecretUrl(p.url(u)) for p, u in zip(proxies, node_urls)]
+        client_url = node_urls[0] if cluster or "cut" in kinds else url
         adapter = adapter_for(urlsplit(url).scheme, adapter_name, getattr(target, "protocol", None))()
         conn = adapter.connect(client_url, name="soak probe")
         server = conn.server
@@ -76,7 +88,8 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
         conn.close()
         history_path = out / "history.jsonl"
         history = HistoryWriter(history_path)
-        soak = Soak(adapter, target, client_url, qspec, options, history, cut_all=proxy.cut_all if proxy else None)
+        soak = Soak(adapter, target, client_url, qspec, options, history, urls=node_urls, kinds=fault_kinds,
+                    cut_all=(lambda: [p.cut_all() for p in proxies]) if proxies else None)
         say(f"soak: {server.product} {server.version} ({adapter.protocol}) at {redact(str(url))}, queue {qspec.name} ({qtype}), "
             f"seed {options.seed}, {len(options.schedule)} scheduled fault(s): "
             + (", ".join(f"{e['kind']}@{e['at_s']}s" for e in options.schedule) or "none"))
@@ -91,8 +104,8 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
     except ConformanceError as exc:
         raise TargetError(scrub(str(exc))) from None
     finally:
-        if proxy is not None:
-            proxy.close()
+        for p in proxies:
+            p.close()
         if owned and started:
             target.stop()
 
@@ -122,7 +135,7 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
                   "by_op": dict(sorted(counts.items())), "faults_fired": soak.fired,
                   # entries whose time came after the workload ended (a long heal can push the rest past it)
                   "faults_not_fired": [e for n, e in enumerate(options.schedule) if n not in {f["entry"] for f in soak.fired}],
-                  "drain": ran["drain"],
+                  "drain": ran["drain"], **({"cluster_whole": ran["whole"]} if ran.get("whole") else {}),
                   "problems": soak.problems},
         "finished_at": time.time(),
     }
@@ -131,6 +144,21 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
     code = EXIT_FAIL if failed else EXIT_USAGE if soak.problems or not ran["drain"].get("complete") else EXIT_OK
     _summary(record, results, out, say)
     return code, record
+
+
+def is_cluster(target: Any) -> bool:
+    """A cluster target (conformance.nemesis.kinds.ClusterOps): its clients spread over its nodes."""
+    from conformance.nemesis.kinds import ClusterOps
+
+    return isinstance(target, ClusterOps)
+
+
+def soak_kinds(names: list[str], cluster: bool) -> dict[str, Any]:
+    """The fault kind each schedule kind names: on a cluster ``kill`` is the kill -9 of one node
+    (node-kill), the others keep serving; elsewhere the kind of that name."""
+    from conformance.nemesis.kinds import KINDS, NODE_KILL
+
+    return {n: NODE_KILL if cluster and n == "kill" else KINDS[n] for n in names}
 
 
 def _summary(record: dict[str, Any], results: dict[str, Any], out: Path, say: Any) -> None:
