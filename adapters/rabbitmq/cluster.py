@@ -281,10 +281,21 @@ class RabbitMQCluster(Target):
             self._partitioner = Partitioner()
         self._partitioner.partition((self._node(x).host, self._node(y).host) for x in a for y in b if x != y)
 
-    def heal_partition(self) -> None:
-        """Every link back (the rules deleted); :meth:`await_whole` waits for the cluster to see it."""
-        if self._partitioner is not None:
-            self._partitioner.heal()
+    def heal_partition(self) -> str:
+        """Every link back (the rules deleted); :meth:`await_whole` waits for the cluster to see it.
+        Returns what the nodes reported just before the heal (the partition's evidence: which nodes
+        each side saw running; a paused minority node answers no cluster_status), "" when none was cut."""
+        if self._partitioner is None or not self._partitioner.cut:
+            return ""
+        seen = []
+        for n in self.node_names():
+            try:
+                running = self.cluster_view(n)["running"]
+                seen.append(f"{_short(n)} saw running {','.join(_short(r) for r in running)}")
+            except (TargetError, ValueError) as exc:
+                seen.append(f"{_short(n)}: {' '.join(str(exc).split(': ', 1)[-1].split())[:90]}")
+        self._partitioner.heal()
+        return "before the heal " + "; ".join(seen)
 
     def _heal_quietly(self) -> None:
         if self._partitioner is not None:
@@ -376,6 +387,11 @@ class RabbitMQCluster(Target):
         return out
 
 
+def _short(node: str) -> str:
+    """'conformance-1a2b3c-2@127.9.9.3' -> 'n2' (the node's place in the cluster), for one-line reports."""
+    return "n" + node.split("@")[0].rsplit("-", 1)[-1]
+
+
 def _list(v: str | None) -> list[str]:
     """'[a@h, b@h]' -> ['a@h', 'b@h'] (the CLI's table rendering of a list; '' and '[]' are empty)."""
     text = (v or "").strip().strip("[]").strip()
@@ -414,9 +430,10 @@ def node_addresses(size: int) -> list[str]:
     return [f"127.{x}.{y}.{i}" for i in range(2, size + 2)]
 
 
-def launch(**options: object) -> Target:
-    """Entry point for ``--target rabbitmq-cluster``; ``attach=<cluster_dir>`` controls a running cluster."""
-    attach = options.pop("attach", None)
+def launch(arg: str | None = None, **options: object) -> Target:
+    """Entry point for ``--target rabbitmq-cluster``; ``attach=<cluster_dir>`` (or the target
+    ``rabbitmq-cluster:<cluster_dir>``) controls a running cluster another process launched."""
+    attach = options.pop("attach", None) or arg
     if attach:
         return RabbitMQCluster.attached(str(attach), **options)
     return RabbitMQCluster(**options)  # type: ignore[arg-type]

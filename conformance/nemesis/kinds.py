@@ -65,6 +65,7 @@ class FaultKind:
     fire: Callable[..., None] = field(default=_nothing, repr=False)
     #: What brings the broker or node back after :attr:`fire`, same arguments; nothing when the
     #: fault heals itself (a restart ends with the node up) or leaves nothing on the broker to heal.
+    #: It may return a line of what the target reported (a partition's evidence) for the history.
     heal: Callable[..., None] = field(default=_nothing, repr=False)
     #: The history's words for the act ("" when the act is told by its end) and for the node being back.
     fired_event: str = ""
@@ -108,7 +109,7 @@ class PartitionOps(Protocol):
 
     def partition_unusable(self) -> str | None: ...
     def partition(self, a: list[str], b: list[str]) -> None: ...
-    def heal_partition(self) -> None: ...
+    def heal_partition(self) -> str: ...
     def await_whole(self, timeout: float = ..., queue: str | None = ...) -> str: ...
 
 
@@ -199,9 +200,11 @@ def _isolate(ops: Any, node: str) -> None:
     ops.partition([node], [n for n in ops.node_names() if n != node])
 
 
-def _rejoin(ops: Any, node: str) -> None:
-    ops.heal_partition()
-    ops.await_whole(WHOLE_S)
+def _rejoin(ops: Any, node: str) -> str:
+    """Every link back, then the cluster whole again; what the target reported of both."""
+    seen = ops.heal_partition()
+    whole = ops.await_whole(WHOLE_S)
+    return "; ".join(x for x in (seen, whole) if x)
 
 
 PARTITION = FaultKind(

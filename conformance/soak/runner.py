@@ -405,8 +405,9 @@ class Soak:
         began = time.monotonic()
         if kind.hold_s:
             time.sleep(kind.hold_s)  # the fault's own duration, not a wait for anything to settle
-        kind.heal(self.target, node)
-        self.rec("nemesis", "ok", "heal", {**v, "detail": f"{kind.back_event}: {node} after {time.monotonic() - began:.1f}s"})
+        said = kind.heal(self.target, node)
+        self.rec("nemesis", "ok", "heal", {**v, "detail": f"{kind.back_event}: {node} after {time.monotonic() - began:.1f}s"
+                                                          + (f" ({said})" if isinstance(said, str) and said else "")})
 
     def _heal_anyway(self) -> None:
         """After a fault that broke: the node started if it is not running (every fault heals);
