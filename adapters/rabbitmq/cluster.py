@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -287,13 +288,20 @@ class RabbitMQCluster(Target):
         each side saw running; a paused minority node answers no cluster_status), "" when none was cut."""
         if self._partitioner is None or not self._partitioner.cut:
             return ""
+        # one node of each side: the most cut one (a paused minority answers no cluster_status) and a peer
+        cuts = Counter(x for pair in self._partitioner.cut for x in pair)
+        names = self.node_names()
+        most = max(names, key=lambda n: cuts[self._node(n).host])
+        ask = [most, next(n for n in names if n != most)]
         seen = []
-        for n in self.node_names():
+        for n in ask:
             try:
                 running = self.cluster_view(n)["running"]
                 seen.append(f"{_short(n)} saw running {','.join(_short(r) for r in running)}")
             except (TargetError, ValueError) as exc:
-                seen.append(f"{_short(n)}: {' '.join(str(exc).split(': ', 1)[-1].split())[:90]}")
+                paused = "requires the 'rabbit' app to be running" in str(exc)
+                seen.append(f"{_short(n)} " + (f"paused (rabbit app stopped: {PARTITION_HANDLING})" if paused
+                                               else ' '.join(str(exc).split(': ', 1)[-1].split())[:90]))
         self._partitioner.heal()
         return "before the heal " + "; ".join(seen)
 
