@@ -274,7 +274,9 @@ class Soak:
         pending.clear()
 
     def _subscribe(self, name: str, s: Session) -> Consumer:
-        v = {"consumer": name, "prefetch": self.o.prefetch, "ack_mode": "manual"}
+        v: dict[str, Any] = {"consumer": name, "prefetch": self.o.prefetch, "ack_mode": "manual"}
+        if len(self.urls) > 1:  # on a cluster: the node (1..N) the consumer's connection is on
+            v["node"] = self._cursor.get(name, 0) + 1
         self.rec(name, "invoke", "consume", v)
         try:
             c = s.consume(self.spec.name, ack_mode=AckMode.MANUAL, prefetch=self.o.prefetch)
