@@ -20,6 +20,9 @@ command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 # ActiveMQ Classic 5.17: the second STOMP broker (--target activemq-local, packages/conformance-stomp).
 [ -f /usr/share/activemq/bin/activemq.jar ] || missing+=(activemq)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# nft: the partition fault of the cluster target (conformance/nemesis/netfilter.py) drops packets
+# between the nodes' loopback addresses with a table of its own.
+command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install: ${missing[*]} (Debian packages)" >&2
   $SUDO apt-get update -qq

@@ -9,9 +9,19 @@ nodes listing each other could form separate clusters; a node that has joined on
 own data on every later start). Ready when the
 first node reports all three running (``rabbitmqctl await_online_nodes``).
 
+Each node has a loopback address of its own (127.X.Y.2, .3, .4, with X.Y random per cluster so that
+two clusters on one machine never share one): its AMQP listener, its Erlang distribution listener
+and its outgoing node-to-node connections (``inet_dist_connect_options``) are bound to it, and the
+node names are long names on those addresses (``conformance-<tag>-1@127.X.Y.2``). That is what a
+partition needs: :meth:`partition` drops packets between node addresses with an nftables table of
+the suite's own (conformance.nemesis.netfilter), while clients and the CLI tools, which connect
+from 127.0.0.1, still reach every node. ``net_ticktime`` is lowered to :data:`NET_TICKTIME_S` so
+that a partition is noticed within a soak, and ``cluster_partition_handling`` is
+:data:`PARTITION_HANDLING` (see docs/failover.md for why).
+
 Per-node faults for cases: :meth:`kill_node` (kill -9 of the node's process group),
-:meth:`stop_node` (SIGTERM), :meth:`start_node`; :meth:`node_urls` gives every node's AMQP URL for
-clients that fail over. Vendor-only operations a case may need (where a quorum queue's leader is,
+:meth:`stop_node` (SIGTERM), :meth:`start_node`; :meth:`partition` / :meth:`heal_partition` and
+:meth:`await_whole`; :meth:`node_urls` gives every node's AMQP URL for clients that fail over. Vendor-only operations a case may need (where a quorum queue's leader is,
 a mirroring policy) go through ``rabbitmqctl``, each call costing 1-2 s on a busy machine.
 """
 
@@ -24,6 +34,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -33,6 +44,12 @@ from conformance.errors import TargetError
 from conformance.targets import Target, wait_until
 
 NODES = 3
+#: Erlang's net_ticktime on every node and CLI call (default 60 s): a peer silent this long (give or
+#: take a quarter) is down, so a partition is noticed within 8-13 s.
+NET_TICKTIME_S = 10
+#: RabbitMQ's partition handling mode: the minority side pauses and comes back by itself once it
+#: sees a majority again, so a healed partition leaves a whole cluster without an operator.
+PARTITION_HANDLING = "pause_minority"
 #: Bound on one rabbitmqctl call (a node CLI boots an Erlang VM: 1-2 s idle, more when busy).
 CTL_TIMEOUT_S = 60.0
 STATE = "cluster.json"
@@ -42,9 +59,13 @@ class ClusterNode(RabbitMQLocalNode):
     """A node of the cluster: the cluster's cookie and epmd port, and the peers to join at first boot."""
 
     def __init__(self, name: str = "rabbitmq-cluster-node", *, node: str = "", cookie: str = "", epmd_port: int = 0,
-                 peers: list[str] | None = None, password: str = "", **options: Any) -> None:
+                 peers: list[str] | None = None, password: str = "", address: str = "127.0.0.1",
+                 cluster_addresses: list[str] | None = None, **options: Any) -> None:
         super().__init__(name, **options)
         self.node = node or self.node
+        self.host = address
+        #: Every node's address: the one epmd the nodes share listens on all of them.
+        self.cluster_addresses = cluster_addresses or [address]
         # users live in the cluster's schema database: a joining node's own default user is never
         # created, so every node's URL carries the first node's credentials
         self.password = password or self.password
@@ -56,10 +77,22 @@ class ClusterNode(RabbitMQLocalNode):
     def _cookie(self) -> str:
         return self.cluster_cookie
 
+    def _dist_env(self) -> dict[str, str]:
+        ip = "{" + self.host.replace(".", ",") + "}"
+        tick = f"-kernel net_ticktime {NET_TICKTIME_S}"
+        return {"RABBITMQ_USE_LONGNAME": "true",
+                # listen on the node's own address and connect to peers from it (what a partition cuts)
+                "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": f"-kernel inet_dist_use_interface {ip} "
+                                                       f"-kernel inet_dist_connect_options [{{ip,{ip}}}] {tick}",
+                # the CLI tools tick as often as the nodes, or a node drops a quiet CLI connection
+                "RABBITMQ_CTL_ERL_ARGS": tick,
+                "ERL_EPMD_ADDRESS": ",".join(["127.0.0.1", *[a for a in self.cluster_addresses if a != "127.0.0.1"]])}
+
     def _extra_config(self) -> list[str]:
+        lines = [f"cluster_partition_handling = {PARTITION_HANDLING}"]
         if not self.peers:  # the first node: no discovery (it would wait out its retries for peers)
-            return []
-        lines = ["cluster_formation.peer_discovery_backend = classic_config",
+            return lines
+        lines += ["cluster_formation.peer_discovery_backend = classic_config",
                  # no random wait before discovery (3.10 default 5-60 s): the order of boots is ours
                  "cluster_formation.randomized_startup_delay_range.min = 0",
                  "cluster_formation.randomized_startup_delay_range.max = 1",
@@ -95,6 +128,7 @@ class RabbitMQCluster(Target):
         self.dir = Path(cluster_dir) if cluster_dir else None
         self.nodes: list[ClusterNode] = []
         self._attached = False
+        self._partitioner: Any = None
         #: Seconds the last :meth:`start` took (cluster formed and every node answering AMQP).
         self.start_s: float | None = None
 
@@ -108,12 +142,14 @@ class RabbitMQCluster(Target):
         self.dir = Path(tempfile.mkdtemp(prefix="conformance-rmq-cluster-"))
         self.dir.chmod(0o700)
         tag = secrets.token_hex(3)
-        names = [f"conformance-{tag}-{i}@localhost" for i in range(1, self.size + 1)]
+        addresses = node_addresses(self.size)
+        names = [f"conformance-{tag}-{i}@{a}" for i, a in enumerate(addresses, 1)]
         cookie, epmd, password = secrets.token_hex(16), free_port(), secrets.token_urlsafe(12)
         for i, n in enumerate(names):
             peers = [names[0]] if i else []  # the first boots alone; the others join it
             self.nodes.append(ClusterNode(f"{self.name}/{i + 1}", node=n, cookie=cookie, epmd_port=epmd, peers=peers,
-                                          password=password, home=self.home, node_dir=str(self.dir / f"n{i + 1}"), boot_timeout=self.boot_timeout))
+                                          password=password, address=addresses[i], cluster_addresses=addresses,
+                                          home=self.home, node_dir=str(self.dir / f"n{i + 1}"), boot_timeout=self.boot_timeout))
 
     def start(self) -> None:
         if self.nodes and all(n.check_running() for n in self.nodes):
@@ -147,12 +183,14 @@ class RabbitMQCluster(Target):
         return {"launcher": "rabbitmq-cluster", "node_dir": str(self.dir)}
 
     @classmethod
-    def attached(cls, cluster_dir: str, **options: object) -> "RabbitMQCluster":
+    def attached(cls, cluster_dir: str, **options: object) -> RabbitMQCluster:
         """Control a cluster another process launched: node faults work; stop() leaves it running."""
         c = cls(cluster_dir=cluster_dir, **options)  # type: ignore[arg-type]
         c._attached = True
         dirs = json.loads((Path(cluster_dir) / STATE).read_text())["nodes"]
         c.nodes = [ClusterNode.attached(d) for d in dirs]  # type: ignore[misc]
+        for n in c.nodes:
+            n.cluster_addresses = [m.host for m in c.nodes]
         c.size = len(c.nodes)
         c.url = c.nodes[0].url
         c.facts = {"launcher": "rabbitmq-cluster", "nodes": ",".join(n.node for n in c.nodes), "cluster_dir": cluster_dir}
@@ -161,7 +199,9 @@ class RabbitMQCluster(Target):
     def stop(self) -> None:
         """Every node's watchdog stops its node and removes its directory; then the cluster's own."""
         if self._attached:
+            self._heal_quietly()
             return
+        self._heal_quietly()
         errors = []
         for n in self.nodes:
             try:
@@ -223,7 +263,92 @@ class RabbitMQCluster(Target):
 
     def node_running(self, name: str) -> bool:
         n = self._node(name)
-        return n.check_running() and amqp_ready(n.amqp_port)
+        return n.check_running() and amqp_ready(n.amqp_port, n.host)
+
+    # -- partitions (conformance.nemesis.kinds.PartitionOps) --------------------------------------
+
+    def partition_unusable(self) -> str | None:
+        """Why this machine cannot cut the nodes apart (no nft tool, no permission), or None."""
+        from conformance.nemesis import netfilter
+
+        return netfilter.unusable()
+
+    def partition(self, a: list[str], b: list[str]) -> None:
+        """Cut every link between a node of ``a`` and a node of ``b`` (both directions); every node
+        stays up and reachable by clients."""
+        from conformance.nemesis.netfilter import Partitioner
+
+        if self._partitioner is None:
+            self._partitioner = Partitioner()
+        self._partitioner.partition((self._node(x).host, self._node(y).host) for x in a for y in b if x != y)
+
+    def heal_partition(self) -> str:
+        """Every link back (the rules deleted); :meth:`await_whole` waits for the cluster to see it.
+        Returns what the nodes reported just before the heal (the partition's evidence: which nodes
+        each side saw running; a paused minority node answers no cluster_status), "" when none was cut."""
+        if self._partitioner is None or not self._partitioner.cut:
+            return ""
+        # one node of each side: the most cut one (a paused minority answers no cluster_status) and a peer
+        cuts = Counter(x for pair in self._partitioner.cut for x in pair)
+        names = self.node_names()
+        most = max(names, key=lambda n: cuts[self._node(n).host])
+        ask = [most, next(n for n in names if n != most)]
+        seen = []
+        for n in ask:
+            try:
+                running = self.cluster_view(n)["running"]
+                seen.append(f"{_short(n)} saw running {','.join(_short(r) for r in running)}")
+            except (TargetError, ValueError) as exc:
+                paused = "requires the 'rabbit' app to be running" in str(exc)
+                seen.append(f"{_short(n)} " + (f"paused (rabbit app stopped: {PARTITION_HANDLING})" if paused
+                                               else ' '.join(str(exc).split(': ', 1)[-1].split())[:90]))
+        self._partitioner.heal()
+        return "before the heal " + "; ".join(seen)
+
+    def _heal_quietly(self) -> None:
+        if self._partitioner is not None:
+            self._partitioner.close()
+            self._partitioner = None
+
+    def cluster_view(self, name: str) -> dict[str, Any]:
+        """What one node says of the cluster: ``running`` nodes and ``partitions`` (rabbitmqctl
+        cluster_status); TargetError when it does not answer."""
+        out = self._node(name).ctl("cluster_status", "--formatter", "json", timeout=30)
+        data = json.loads(out)
+        parts = data.get("partitions") or {}
+        return {"running": sorted(data.get("running_nodes") or []), "partitions": parts}
+
+    def await_whole(self, timeout: float = 120.0, queue: str | None = None) -> str:
+        """Until every node runs, answers AMQP and sees all the others running with no partition
+        (each node asked in turn), and ``queue`` (a quorum queue) has a leader with every member
+        online. Returns what was seen; TargetError with the last view when the bound passed."""
+        end = time.monotonic() + timeout
+        began = time.monotonic()
+        names = self.node_names()
+        last = "not asked"
+        while True:
+            try:
+                down = [n for n in names if not self.node_running(n)]
+                if down:
+                    last = f"not running: {', '.join(down)}"
+                else:
+                    views = {n: self.cluster_view(n) for n in names}
+                    bad = {n: v for n, v in views.items() if v["running"] != sorted(names) or v["partitions"]}
+                    if bad:
+                        last = "; ".join(f"{n} sees running {v['running']} partitions {v['partitions']}" for n, v in bad.items())
+                    elif queue is not None:
+                        info = self.queue_replicas(queue)
+                        if info.get("leader") and sorted(info.get("online") or []) == sorted(info.get("members") or []):
+                            return (f"{len(names)} nodes running, no partition; {queue} leader {info['leader']}, "
+                                    f"{len(info['online'])} members online after {time.monotonic() - began:.1f}s")
+                        last = f"{queue}: leader {info.get('leader')}, online {info.get('online')} of {info.get('members')}"
+                    else:
+                        return f"{len(names)} nodes running, no partition after {time.monotonic() - began:.1f}s"
+            except (TargetError, ValueError) as exc:
+                last = str(exc)
+            if time.monotonic() >= end:
+                raise TargetError(f"{self.name} not whole within {timeout:.0f}s: {last}")
+            time.sleep(0.5)  # allowed: polling the broker's own report with a deadline
 
     def _ctl_node(self) -> ClusterNode:
         up = [n for n in self.nodes if n.check_running()]
@@ -270,6 +395,11 @@ class RabbitMQCluster(Target):
         return out
 
 
+def _short(node: str) -> str:
+    """'conformance-1a2b3c-2@127.9.9.3' -> 'n2' (the node's place in the cluster), for one-line reports."""
+    return "n" + node.split("@")[0].rsplit("-", 1)[-1]
+
+
 def _list(v: str | None) -> list[str]:
     """'[a@h, b@h]' -> ['a@h', 'b@h'] (the CLI's table rendering of a list; '' and '[]' are empty)."""
     text = (v or "").strip().strip("[]").strip()
@@ -301,9 +431,17 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def launch(**options: object) -> Target:
-    """Entry point for ``--target rabbitmq-cluster``; ``attach=<cluster_dir>`` controls a running cluster."""
-    attach = options.pop("attach", None)
+def node_addresses(size: int) -> list[str]:
+    """``size`` loopback addresses 127.X.Y.2, .3, ... with X.Y random: a cluster's own, so that a
+    partition of one cluster never cuts another's nodes (the whole of 127/8 is loopback on Linux)."""
+    x, y = secrets.randbelow(254) + 1, secrets.randbelow(254) + 1
+    return [f"127.{x}.{y}.{i}" for i in range(2, size + 2)]
+
+
+def launch(arg: str | None = None, **options: object) -> Target:
+    """Entry point for ``--target rabbitmq-cluster``; ``attach=<cluster_dir>`` (or the target
+    ``rabbitmq-cluster:<cluster_dir>``) controls a running cluster another process launched."""
+    attach = options.pop("attach", None) or arg
     if attach:
         return RabbitMQCluster.attached(str(attach), **options)
     return RabbitMQCluster(**options)  # type: ignore[arg-type]

@@ -43,10 +43,10 @@ def write_private(path: Path, text: str, mode: int = 0o600) -> None:
     os.chmod(path, mode)
 
 
-def amqp_ready(port: int) -> bool:
+def amqp_ready(port: int, host: str = "127.0.0.1") -> bool:
     """True when the port answers an AMQP 0-9-1 protocol header with connection.start."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as s:
+        with socket.create_connection((host, port), timeout=1.0) as s:
             s.sendall(b"AMQP\x00\x00\x09\x01")
             head = s.recv(7)
             return len(head) == 7 and head[0] == 1  # a METHOD frame: connection.start
@@ -79,6 +79,8 @@ class RabbitMQLocalNode(Target):
         self.user = "conformance"
         self.password = secrets.token_urlsafe(12)
         self.node = f"conformance-{secrets.token_hex(3)}@localhost"
+        #: The address every listener of the node binds (a cluster node has one of its own on loopback).
+        self.host = "127.0.0.1"
         self.amqp_port = self.dist_port = self.epmd_port = 0
         #: The marker that ties this node's processes to its watchdog (kept in node.json for attached restarts).
         self.token = secrets.token_hex(8)
@@ -112,7 +114,7 @@ class RabbitMQLocalNode(Target):
         write_private(self.dir / "rabbitmq.conf",
             "\n".join(
                 [
-                    f"listeners.tcp.1 = 127.0.0.1:{self.amqp_port}",
+                    f"listeners.tcp.1 = {self.host}:{self.amqp_port}",
                     f"default_user = {self.user}",
                     f"default_pass = {self.password}",
                     "loopback_users = none",
@@ -125,7 +127,7 @@ class RabbitMQLocalNode(Target):
         )
         write_private(self.dir / "enabled_plugins", f"[{','.join(self.plugins)}].\n")
         write_private(self.dir / "rabbitmq-env.conf", "")
-        self.url = f"amqp://{self.user}:{quote(self.password, safe='')}@127.0.0.1:{self.amqp_port}/%2F"
+        self.url = f"amqp://{self.user}:{quote(self.password, safe='')}@{self.host}:{self.amqp_port}/%2F"
         self.facts = {"node": self.node, "node_dir": str(self.dir), "launcher": "rabbitmq-local"}
 
     def _cookie(self) -> str:
@@ -136,6 +138,10 @@ class RabbitMQLocalNode(Target):
         """Lines added to rabbitmq.conf (a cluster node adds its peer discovery)."""
         return []
 
+    def _dist_env(self) -> dict[str, str]:
+        """Where the node's Erlang distribution and its epmd listen (a cluster node: its own address)."""
+        return {"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": LOOPBACK_DIST_ARGS, "ERL_EPMD_ADDRESS": "127.0.0.1"}
+
     def _env(self) -> dict[str, str]:
         assert self.dir is not None
         d = str(self.dir)
@@ -143,7 +149,7 @@ class RabbitMQLocalNode(Target):
         env.update(
             HOME=d,
             RABBITMQ_NODENAME=self.node,
-            RABBITMQ_NODE_IP_ADDRESS="127.0.0.1",
+            RABBITMQ_NODE_IP_ADDRESS=self.host,
             RABBITMQ_NODE_PORT=str(self.amqp_port),
             RABBITMQ_DIST_PORT=str(self.dist_port),
             RABBITMQ_BASE=d,
@@ -154,10 +160,9 @@ class RabbitMQLocalNode(Target):
             RABBITMQ_ADVANCED_CONFIG_FILE=f"{d}/advanced.config",
             RABBITMQ_ENABLED_PLUGINS_FILE=f"{d}/enabled_plugins",
             RABBITMQ_CONF_ENV_FILE=f"{d}/rabbitmq-env.conf",
-            RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=LOOPBACK_DIST_ARGS,
             ERL_EPMD_PORT=str(self.epmd_port),
-            ERL_EPMD_ADDRESS="127.0.0.1",
         )
+        env.update(self._dist_env())
         env[MARKER] = self.token
         return env
 
@@ -199,7 +204,7 @@ class RabbitMQLocalNode(Target):
                 self.dir = None if remove else self.dir
                 raise TargetError(f"RabbitMQ node {self.node} not started: {exc}") from None
         proc = self.proc
-        ok = wait_until(lambda: proc.poll() is not None or amqp_ready(self.amqp_port), self.boot_timeout, 0.1)
+        ok = wait_until(lambda: proc.poll() is not None or amqp_ready(self.amqp_port, self.host), self.boot_timeout, 0.1)
         if proc.poll() is not None:
             raise TargetError(f"RabbitMQ node {self.node} exited during boot (code {proc.returncode}): {self._log_tail()}")
         if not ok:
@@ -216,7 +221,7 @@ class RabbitMQLocalNode(Target):
     def _save_state(self, pid: int) -> None:
         state = {"node": self.node, "user": self.user, "password": self.password, "pid": pid,
                  "ports": [self.amqp_port, self.dist_port, self.epmd_port], "plugins": list(self.plugins),
-                 "token": self.token}
+                 "token": self.token, "host": self.host}
         tmp = self.state_file.with_suffix(".tmp")
         write_private(tmp, json.dumps(state))
         tmp.replace(self.state_file)
@@ -234,7 +239,7 @@ class RabbitMQLocalNode(Target):
         return {"launcher": "rabbitmq-local", "node_dir": str(self.dir)}
 
     @classmethod
-    def attached(cls, node_dir: str, **options: object) -> "RabbitMQLocalNode":
+    def attached(cls, node_dir: str, **options: object) -> RabbitMQLocalNode:
         """Control a node another process launched: restart and kill work; stop() leaves it running."""
         node = cls(node_dir=node_dir, **options)  # type: ignore[arg-type]
         node._own_dir = False
@@ -244,7 +249,8 @@ class RabbitMQLocalNode(Target):
         node.amqp_port, node.dist_port, node.epmd_port = state["ports"]
         node.plugins = tuple(state.get("plugins", ()))
         node.token = state.get("token", node.token)
-        node.url = f"amqp://{node.user}:{quote(node.password, safe='')}@127.0.0.1:{node.amqp_port}/%2F"
+        node.host = state.get("host", node.host)
+        node.url = f"amqp://{node.user}:{quote(node.password, safe='')}@{node.host}:{node.amqp_port}/%2F"
         node.facts = {"node": node.node, "node_dir": node_dir, "launcher": "rabbitmq-local"}
         return node
 
@@ -298,7 +304,7 @@ class RabbitMQLocalNode(Target):
         if not self.check_running():
             code = None if self.proc is None else self.proc.poll()
             return f"node {self.node} is not running" + (f" (exit code {code})" if code is not None else "")
-        return None if amqp_ready(self.amqp_port) else f"node {self.node} does not answer on port {self.amqp_port}"
+        return None if amqp_ready(self.amqp_port, self.host) else f"node {self.node} does not answer on port {self.amqp_port}"
 
     def queue_replicas(self, queue: str) -> list[Replica] | None:
         """``rabbitmq-queues quorum_status`` of ``queue`` (default vhost) on this node: each
@@ -324,7 +330,7 @@ class RabbitMQLocalNode(Target):
             return None
         try:
             proc = subprocess.run([str(tool), "-n", self.node, "-q", *args], env=self._env(), capture_output=True, text=True,
-                                  timeout=15, stdin=subprocess.DEVNULL)
+                                  timeout=15, stdin=subprocess.DEVNULL, check=False)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return proc.stdout if proc.returncode == 0 else None

@@ -31,7 +31,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cancel-rate", type=float, default=0.01, help="chance per delivery that the consumer cancels and consumes again")
     p.add_argument("--rollback-rate", type=float, default=0.1, help="share of tx-mode transactions rolled back instead of committed")
     p.add_argument("--queue-type", default=None, help="queue type from the profile (default quorum where offered, else classic)")
-    p.add_argument("--nemesis", default="", help="fault kinds for the seeded schedule: cut,kill,restart,pause")
+    p.add_argument("--nemesis", default="", help="fault kinds for the seeded schedule: cut,kill,restart,pause,partition (partition: cluster targets)")
     p.add_argument("--fault-every", type=float, default=4.0, help="mean seconds between seeded faults (default 4)")
     p.add_argument("--horizon", type=float, default=10.0, help="with --ops: the seconds over which the seeded schedule spreads faults")
     p.add_argument("--schedule", type=Path, default=None, help="a scripted schedule: YAML list of {at_s, kind} (instead of --nemesis)")

@@ -17,7 +17,8 @@ Three scopes:
 - broker: the whole node the suite launched restarts or dies (:func:`strike`); the kind heals it
   before the case observes (kill -9 is followed by a start on the node's own data).
 - node: one node of a cluster the suite launched dies while the others serve
-  (conformance.nemesis.cluster.Nodes); the case heals it before it ends, whatever happened.
+  (conformance.nemesis.cluster.Nodes), or is cut off from the others while it and they stay up
+  and reachable by clients (a partition); the case or soak heals it before it ends, whatever happened.
 
 A new kind is one :class:`FaultKind` here, its ability in capabilities.yaml, the operations it needs
 of a target as a Protocol a launcher implements (as :class:`ClusterOps`), and the cases that name it.
@@ -26,8 +27,9 @@ of a target as a Protocol a launcher implements (as :class:`ClusterOps`), and th
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from conformance.nemesis.faults import Action
 
@@ -63,6 +65,7 @@ class FaultKind:
     fire: Callable[..., None] = field(default=_nothing, repr=False)
     #: What brings the broker or node back after :attr:`fire`, same arguments; nothing when the
     #: fault heals itself (a restart ends with the node up) or leaves nothing on the broker to heal.
+    #: It may return a line of what the target reported (a partition's evidence) for the history.
     heal: Callable[..., None] = field(default=_nothing, repr=False)
     #: The history's words for the act ("" when the act is told by its end) and for the node being back.
     fired_event: str = ""
@@ -98,6 +101,16 @@ class ClusterOps(Protocol):
     def queue_replicas(self, queue: str) -> dict[str, Any]: ...
     def set_policy(self, name: str, pattern: str, definition: dict[str, Any], apply_to: str = "queues") -> None: ...
     def clear_policy(self, name: str) -> None: ...
+
+
+@runtime_checkable
+class PartitionOps(Protocol):
+    """What a launched cluster target offers the partition kind, on top of :class:`ClusterOps`."""
+
+    def partition_unusable(self) -> str | None: ...
+    def partition(self, a: list[str], b: list[str]) -> None: ...
+    def heal_partition(self) -> str: ...
+    def await_whole(self, timeout: float = ..., queue: str | None = ...) -> str: ...
 
 
 #: A node may die while a majority serves: three nodes at least.
@@ -162,6 +175,44 @@ NODE_KILL = FaultKind(
     cannot="{target} is not a cluster of 3 or more nodes the suite launched; failover cases need one (e.g. --target rabbitmq-cluster)",
     fire=lambda ops, node: ops.kill_node(node), heal=lambda ops, node: ops.start_node(node), fired_event="kill -9")
 
+#: How long a partition lasts: longer than the cluster's failure detection (the rabbitmq-cluster
+#: target lowers Erlang's net_ticktime to 10 s: a silent peer is down after 7.5-12.5 s), so the
+#: nodes notice it and act (the minority pauses) before the heal.
+PARTITION_S = 20.0
+#: Bound on the cluster being whole again after a heal (the minority resumes, rejoins, and its
+#: replicas catch up; 10-20 s seen here on a busy 2-core machine).
+WHOLE_S = 120.0
+
+
+def _partitionable(target: Any) -> bool:
+    return _cluster(target) and isinstance(target, PartitionOps) and cast(PartitionOps, target).partition_unusable() is None
+
+
+def _cannot_partition(target: Any) -> str:
+    name = getattr(target, "name", None) or "this target"
+    if not _cluster(target) or not isinstance(target, PartitionOps):
+        return (f"{name} is not a cluster of 3 or more nodes the suite launched on addresses of their own; "
+                "a partition needs one (e.g. --target rabbitmq-cluster)")
+    return f"{name} cannot be partitioned here: {cast(PartitionOps, target).partition_unusable()}"
+
+
+def _isolate(ops: Any, node: str) -> None:
+    ops.partition([node], [n for n in ops.node_names() if n != node])
+
+
+def _rejoin(ops: Any, node: str) -> str:
+    """Every link back, then the cluster whole again; what the target reported of both."""
+    seen = ops.heal_partition()
+    whole = ops.await_whole(WHOLE_S)
+    return "; ".join(x for x in (seen, whole) if x)
+
+
+PARTITION = FaultKind(
+    "partition", NODE, "one node of a cluster the suite launched cut off from the others (a minority of one), every node "
+    "up and reachable by clients; healed by letting every link through again",
+    ability="fault.partition", offered_by=_partitionable, cannot=_cannot_partition,
+    fire=_isolate, heal=_rejoin, fired_event="isolated", back_event="whole", hold_s=PARTITION_S)
+
 #: What the fault proxy does to a connection, one kind per action of conformance.nemesis.faults.
 _CONNECTION_DOES = {
     Action.CUT: "reset both sockets (RST) at a frame: a crashed host or a pulled cable",
@@ -173,7 +224,7 @@ _CONNECTION_DOES = {
 CONNECTION_KINDS = {a.value: FaultKind(a.value, CONNECTION, does) for a, does in _CONNECTION_DOES.items()}
 
 #: Every kind by name.
-KINDS: dict[str, FaultKind] = {k.name: k for k in (*CONNECTION_KINDS.values(), RESTART, KILL, PAUSE, NODE_KILL)}
+KINDS: dict[str, FaultKind] = {k.name: k for k in (*CONNECTION_KINDS.values(), RESTART, KILL, PAUSE, NODE_KILL, PARTITION)}
 
 
 def kind(value: FaultKind | str) -> FaultKind:

@@ -37,6 +37,8 @@ POLL_S = 0.25
 SYNC_EVERY = 8
 #: The drain stops when the queue is empty, or at this deadline.
 DRAIN_S = 60.0
+#: Bound on a cluster being whole again before the drain.
+WHOLE_S = 120.0
 
 
 @dataclass
@@ -89,10 +91,16 @@ class Soak:
     clients connect (the fault proxy's when a cut is scheduled)."""
 
     def __init__(self, adapter: Adapter, target: Any, url: str, spec: QueueSpec, options: SoakOptions, history: HistoryWriter,
-                 cut_all: Callable[[], None] | None = None) -> None:
+                 cut_all: Callable[[], None] | None = None, urls: list[str] | None = None,
+                 kinds: dict[str, Any] | None = None) -> None:
         self.adapter = adapter
         self.target = target
         self.url = url
+        #: Every node's URL on a cluster (clients spread over them and move to the next on a loss).
+        self.urls = list(urls or [url])
+        self._cursor: dict[str, int] = {}
+        #: The fault kind each schedule kind names on this target (``kill`` is a node kill on a cluster).
+        self.kinds = kinds or {}
         self.spec = spec
         self.o = options
         self.h = history
@@ -136,14 +144,27 @@ class Soak:
             if stop.is_set() and name != "drain":
                 return None
             self.healthy.wait(max(0.0, end - time.monotonic()))  # a broker fault in progress: its heal
+            url = self._next_url(name)
             try:
-                conn = self.adapter.connect(self.url, timeout=CONNECT_S, name=f"soak {name}", op_timeout=OP_S)
+                conn = self.adapter.connect(url, timeout=CONNECT_S, name=f"soak {name}", op_timeout=OP_S)
                 return conn, conn.session()
             except (ConnectionLost, AdapterError, OSError) as exc:
                 last = str(exc)
             stop.wait(0.1)  # polling a condition (the broker accepts a connection) with a deadline
         self.problem(f"{name}: could not reconnect within {RECONNECT_S:.0f}s: {last}")
         return None
+
+    def _next_url(self, name: str) -> str:
+        """The URL of ``name``'s next connect: on a cluster each client starts on a node of its own
+        (p1, p2, p3 on nodes 1, 2, 3; c1, c2 on nodes 2, 3) and every later connect, after a loss
+        or a refused attempt, moves on to the next node."""
+        n = len(self.urls)
+        if name not in self._cursor:
+            digits = "".join(ch for ch in name if ch.isdigit())
+            self._cursor[name] = (int(digits or 1) - 1 + (1 if name.startswith("c") else 0)) % n
+        else:
+            self._cursor[name] = (self._cursor[name] + 1) % n
+        return self.urls[self._cursor[name]]
 
     # -- producers ------------------------------------------------------------------------------
 
@@ -255,7 +276,9 @@ class Soak:
         pending.clear()
 
     def _subscribe(self, name: str, s: Session) -> Consumer:
-        v = {"consumer": name, "prefetch": self.o.prefetch, "ack_mode": "manual"}
+        v: dict[str, Any] = {"consumer": name, "prefetch": self.o.prefetch, "ack_mode": "manual"}
+        if len(self.urls) > 1:  # on a cluster: the node (1..N) the consumer's connection is on
+            v["node"] = self._cursor.get(name, 0) + 1
         self.rec(name, "invoke", "consume", v)
         try:
             c = s.consume(self.spec.name, ack_mode=AckMode.MANUAL, prefetch=self.o.prefetch)
@@ -325,7 +348,7 @@ class Soak:
     # -- nemesis --------------------------------------------------------------------------------
 
     def nemesis(self, schedule: list[dict[str, Any]], until: Callable[[], bool]) -> None:
-        from conformance.nemesis.kinds import KINDS, strike
+        from conformance.nemesis.kinds import KINDS, NODE, strike
 
         tname = getattr(self.target, "name", "target")
         for n, entry in enumerate(schedule):
@@ -345,8 +368,10 @@ class Soak:
                     self.rec("nemesis", "ok", "fault", {**v, "detail": "every client connection reset (RST) through the fault proxy"})
                     self.rec("nemesis", "invoke", "heal", v)
                     self.rec("nemesis", "ok", "heal", {**v, "detail": "nothing on the broker to heal: clients reconnect"})
+                elif (self.kinds.get(k) or KINDS[k]).scope == NODE:
+                    self._strike_node(self.kinds.get(k) or KINDS[k], entry, v)
                 else:
-                    kind = KINDS[k]
+                    kind = self.kinds.get(k) or KINDS[k]
                     fired: list[bool] = []
 
                     def say(op: str, detail: str, kind: Any = kind, v: dict[str, Any] = v, fired: list[bool] = fired) -> None:
@@ -372,8 +397,34 @@ class Soak:
                 return
             self.fired.append({**entry, "entry": n, "took_s": round(time.monotonic() - started, 3)})
 
+    def _strike_node(self, kind: Any, entry: dict[str, Any], v: dict[str, Any]) -> None:
+        """Fire a node kind at the entry's node of the cluster, hold it, heal it; the clients on the
+        other nodes keep going (no wait for the heal: a client that lost its node moves to another)."""
+        names = self.target.node_names()
+        node = names[(int(entry.get("node", 1)) - 1) % len(names)]
+        v["detail"] += f"; node {entry.get('node', 1)} ({node})"
+        kind.fire(self.target, node)
+        self.rec("nemesis", "ok", "fault", {**v, "detail": f"{kind.fired_event or kind.name} {node}"})
+        self.rec("nemesis", "invoke", "heal", v)
+        began = time.monotonic()
+        if kind.hold_s:
+            time.sleep(kind.hold_s)  # the fault's own duration, not a wait for anything to settle
+        said = kind.heal(self.target, node)
+        self.rec("nemesis", "ok", "heal", {**v, "detail": f"{kind.back_event}: {node} after {time.monotonic() - began:.1f}s"
+                                                          + (f" ({said})" if isinstance(said, str) and said else "")})
+
     def _heal_anyway(self) -> None:
-        """After a fault that broke: the node started if it is not running (every fault heals)."""
+        """After a fault that broke: the node started if it is not running (every fault heals);
+        on a cluster every link let through again and every stopped node started."""
+        for heal in ("heal_partition", "start_all"):
+            try:
+                if hasattr(self.target, heal) and hasattr(self.target, "node_names"):
+                    getattr(self.target, heal)()
+            except Exception as exc:  # noqa: BLE001
+                self.problem(f"could not bring the cluster back ({heal}): {exc}")
+        if hasattr(self.target, "node_names"):
+            self.healthy.set()
+            return
         try:
             if self.target is not None and getattr(self.target, "can_restart", False) and self.target.check_alive():
                 self.target.start()
@@ -465,8 +516,26 @@ class Soak:
         alive = [t.name for t in (*threads, *consumers, nem) if t.is_alive()]
         if alive:
             self.problem(f"client threads still running at the end: {', '.join(alive)}")
+        whole = self.await_whole()
         drain = self.drain()
-        return {"workload_s": workload_s, "drain": drain}
+        return {"workload_s": workload_s, "drain": drain, **({"whole": whole} if whole else {})}
+
+    def await_whole(self) -> str:
+        """On a cluster, before the drain: every node running, no partition, the queue's leader
+        elected and every member online (the target's own bounded wait), recorded in the history."""
+        wait = getattr(self.target, "await_whole", None)
+        if wait is None or not self.o.nemesis and not self.o.schedule:
+            return ""
+        v = {"kind": "whole", "target": getattr(self.target, "name", "target"), "detail": "every node running, no partition"}
+        self.rec("nemesis", "invoke", "heal", v)
+        try:
+            said = str(wait(WHOLE_S, queue=self.spec.name))
+        except Exception as exc:  # noqa: BLE001 - a cluster that did not come back is the run's breakage
+            self.rec("nemesis", "fail", "heal", {**v, "detail": str(exc)})
+            self.problem(f"the cluster was not whole before the drain: {exc}")
+            return f"not whole: {exc}"
+        self.rec("nemesis", "ok", "heal", {**v, "detail": said})
+        return said
 
 
 def _err(exc: BaseException) -> str:

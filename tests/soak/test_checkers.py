@@ -165,6 +165,39 @@ def test_queue_fails_a_duplicate_after_an_ack_a_later_op_of_its_consumer_proved(
     assert "later op of the same consumer succeeded" in r.anomalies[0].text
 
 
+def test_queue_on_a_cluster_an_ack_around_a_node_fault_is_not_proven_by_its_channel() -> None:
+    """The consumer's channel had the ack, the quorum queue's leader on another node did not (the
+    link was cut just after it was sent): with ack_in_flight_s the duplicate is counted, not an
+    anomaly; an ack long before the fault, and every ack without the option, still proves it."""
+    h = H()
+    for n in range(1, 5):
+        h.publish(f"p1-{n}")
+    early = h.deliver("p1-1")
+    early_ack = h.settle("p1-1")
+    h.deliver("p1-2")
+    h.settle("p1-2")  # proves p1-1's ack
+    h.deliver("p1-3")
+    h.settle("p1-3")  # sent just before the cut
+    h.op("nemesis", "invoke", "fault", kind="partition", target="cluster", detail="scheduled")
+    h.op("nemesis", "ok", "fault", kind="partition", target="cluster", detail="isolated n1")
+    h.deliver("p1-4")
+    h.settle("p1-4")  # proves p1-3's; itself sent during the partition
+    h.settle("p1-4", f="cancel")
+    h.op("nemesis", "invoke", "heal", kind="partition", target="cluster", detail="scheduled")
+    h.op("nemesis", "ok", "heal", kind="partition", target="cluster", detail="whole")
+    for mid in ("p1-1", "p1-3", "p1-4"):
+        h.deliver(mid, "c2", redelivered=True)
+    h.drain()
+    for op in h.ops:  # a clock: 10 ms a step; the first ack 5 s before the fault
+        op["time_ns"] = op["index"] * 10_000_000 + (0 if op["index"] <= early_ack + 2 else 5_000_000_000)
+    plain = queue.check(h.ops)
+    assert kinds(plain) == ["duplicate-after-ack"] * 3
+    r = queue.check(h.ops, CheckOptions(ack_in_flight_s=1.0))
+    assert kinds(r) == ["duplicate-after-ack"] and r.anomalies[0].ops[0] == early, r.anomalies
+    assert r.counts["duplicates_after_ack_in_fault"] == 2 and r.counts["duplicates_after_ack"] == 3
+    assert "duplicates_after_ack_in_fault" not in plain.counts
+
+
 def test_queue_an_ack_whose_follower_failed_proves_nothing() -> None:
     h = H()
     h.publish("p1-1")

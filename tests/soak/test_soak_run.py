@@ -15,7 +15,7 @@ from conformance.cli import main
 from conformance.soak.execute import execute
 from conformance.soak.history import problems as history_problems
 from conformance.soak.runner import SoakOptions
-from conformance.soak.schedule import generate_schedule, load_schedule
+from conformance.soak.schedule import assign_nodes, generate_schedule, load_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 TYPES = {"invoke", "ok", "fail", "unknown"}
@@ -81,7 +81,8 @@ def check_run(out: Path, schedule: list[dict[str, Any]]) -> tuple[list[dict[str,
     seen = {op["f"] for op in ops}
     assert {"publish", "deliver", "ack", "consume", "drain"} <= seen, f"ops recorded: {sorted(seen)}"
     fired = [op for op in ops if op["f"] == "fault" and op["type"] == "ok"]
-    healed = [op for op in ops if op["f"] == "heal" and op["type"] == "ok"]
+    # (a cluster's run also awaits the cluster whole before the drain: a heal of kind "whole", no fault's)
+    healed = [op for op in ops if op["f"] == "heal" and op["type"] == "ok" and op["value"]["kind"] != "whole"]
     assert fired and len(healed) == len(fired), f"{len(fired)} fault(s) fired, {len(healed)} healed"
     drain = [op for op in ops if op["f"] == "drain"]
     assert [op["type"] for op in drain] == ["invoke", "ok"], f"the drain did not empty the queue: {drain}"
@@ -101,6 +102,24 @@ def test_same_seed_same_schedule(tmp_path: Path) -> None:
     assert load_schedule(scripted) == [{"at_s": 2.5, "kind": "cut"}, {"at_s": 5.0, "kind": "restart"}]
 
 
+def test_same_seed_same_nodes_on_a_cluster(tmp_path: Path) -> None:
+    """The node each kill or partition strikes is part of the schedule: drawn from the seed."""
+    base = generate_schedule(5, ["partition", "kill"], 120.0)
+    a = assign_nodes(base, 5, 3)
+    assert a == assign_nodes(generate_schedule(5, ["partition", "kill"], 120.0), 5, 3)
+    assert [{k: v for k, v in e.items() if k != "node"} for e in a] == base, "the nodes leave times and kinds as they were"
+    assert all(e["node"] in (1, 2, 3) for e in a) and len({e["node"] for e in a}) == 3
+    assert [e["node"] for e in a] != [e["node"] for e in assign_nodes(base, 6, 3)]
+    assert {e["kind"] for e in a} == {"partition", "kill"}
+    mixed = assign_nodes([{"at_s": 1.0, "kind": "cut"}, {"at_s": 2.0, "kind": "kill"}], 5, 3)
+    assert "node" not in mixed[0] and mixed[1]["node"] in (1, 2, 3)
+    scripted = tmp_path / "schedule.yaml"
+    scripted.write_text("- {at_s: 3, kind: partition, node: 2}\n- {at_s: 9, kind: kill}\n")
+    loaded = assign_nodes(load_schedule(scripted), 5, 3)
+    assert loaded[0] == {"at_s": 3.0, "kind": "partition", "node": 2}, "a scripted node is kept"
+    assert loaded[1]["node"] == assign_nodes([{"at_s": 0, "kind": "kill"}, {"at_s": 0, "kind": "kill"}], 5, 3)[1]["node"]
+
+
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert main(["soak", "--target", "amqp://127.0.0.1:1/", "--nemesis", "flood", "--out", str(tmp_path / "a")]) == 2
     bad = tmp_path / "bad.yaml"
@@ -109,6 +128,13 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert main(["soak", "--target", "amqp://127.0.0.1:1/", "--nemesis", "cut", "--seconds", "2", "--out", str(tmp_path / "d")]) == 2
     # a URL the suite only connects to cannot be restarted: refused before anything runs
     assert main(["soak", "--target", "amqp://127.0.0.1:1/", "--nemesis", "restart", "--out", str(tmp_path / "c")]) == 2
+
+
+def test_a_partition_is_refused_off_a_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["soak", "--target", "amqp://127.0.0.1:1/", "--nemesis", "partition", "--out", str(tmp_path / "p")]) == 2
+    got = capsys.readouterr()
+    said = (got.out + got.err).strip().splitlines()
+    assert len(said) == 1 and "is not a cluster of 3 or more nodes" in said[0] and "a partition needs one" in said[0], said
 
 
 def test_soak_cut_rabbitmq(rabbit: Any, tmp_path: Path) -> None:

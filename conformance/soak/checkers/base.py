@@ -18,11 +18,16 @@ class CheckOptions:
     requeue_counts: bool = False
     #: Anomalies listed per checker (each kind is counted in full in ``counts`` whatever the cap).
     max_anomalies: int = 1000
+    #: On a cluster: seconds before a node fault began within which an ack, like one sent while the
+    #: fault was in progress, is not proven by a round trip on its channel (the consumer's node had
+    #: it, the queue's leader on another node maybe not: the link between them was cut or the leader
+    #: died with the ack in flight). 0 (off): a round trip on the channel proves it (one node).
+    ack_in_flight_s: float = 0.0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> CheckOptions:
         d = d or {}
-        return cls(**{k: d[k] for k in ("ordered", "requeue_counts", "max_anomalies") if k in d})
+        return cls(**{k: d[k] for k in ("ordered", "requeue_counts", "max_anomalies", "ack_in_flight_s") if k in d})
 
 
 DEFAULT = CheckOptions()

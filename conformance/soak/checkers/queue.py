@@ -15,7 +15,11 @@ ack is not confirmed: one sent just before the connection was lost may never hav
 broker, which then redelivers rightly. So a duplicate is an anomaly only after an ack that a later
 successful ack, nack or cancel of the same consumer followed before that consumer's subscription
 ended (its next consume invoke, or any fail or unknown op of it): the channel carried both and the
-broker answered or took the later one, so it had the ack first.
+broker answered or took the later one, so it had the ack first. On a cluster
+(``ack_in_flight_s`` > 0) the channel and the queue's leader may be on two nodes: an ack sent while a
+node fault was in progress (from the nemesis's fault invoke to its heal ok), or within
+``ack_in_flight_s`` before it began, may have reached the consumer's node and not the leader, so a
+duplicate after it is counted (``duplicates_after_ack_in_fault``), not an anomaly.
 """
 
 from __future__ import annotations
@@ -41,8 +45,18 @@ def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> Che
     first_ack: dict[str, int] = {}                    # id -> its first ack ok
     proven: dict[str, tuple[int, int]] = {}           # id -> (ack ok, the later op of its consumer that proves it)
     pending: dict[str, list[tuple[str, int]]] = defaultdict(list)  # consumer -> acks ok not yet proven
+    ack_sent: dict[tuple[str, str], int] = {}         # (consumer, id) -> time of its ack invoke (ack_in_flight_s only)
+    sent_at: dict[int, int] = {}                       # ack ok index -> time its ack was sent (ack_in_flight_s only)
+    faults: list[list[int]] = []                       # [fault invoke time, heal ok time] (ack_in_flight_s only)
+    watch = options.ack_in_flight_s > 0
     for op in ops:
         f, t, v, i = op["f"], op["type"], op["value"], op["index"]
+        if watch and op["process"] == "nemesis" and v.get("kind") != "whole":
+            if f == "fault" and t == "invoke":
+                faults.append([op["time_ns"], -1])
+            elif f == "heal" and t in ("ok", "fail") and faults and faults[-1][1] < 0:
+                faults[-1][1] = op["time_ns"]
+            continue
         if f == "deliver":
             mid = v["id"]
             if mid in delivered:
@@ -64,6 +78,10 @@ def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> Che
                 if f == "ack":
                     first_ack.setdefault(v["id"], i)
                     pending[consumer].append((v["id"], i))
+                    if watch:
+                        sent_at[i] = ack_sent.pop((consumer, v["id"]), op["time_ns"])
+            elif watch and t == "invoke" and f == "ack":
+                ack_sent[(consumer, v["id"])] = op["time_ns"]
             elif t != "invoke" or f == "consume":
                 pending[consumer].clear()
         elif f == "commit" and t != "invoke":
@@ -72,7 +90,12 @@ def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> Che
     found = Findings(options.max_anomalies)
     counts = dict.fromkeys(KINDS, 0)
     counts.update(published=len(invoked), deliveries=len(delivered) + sum(map(len, again.values())), delivered_ids=len(delivered),
-                  duplicates=0, duplicates_after_ack=0)
+                  duplicates=0, duplicates_after_ack=0, **({"duplicates_after_ack_in_fault": 0} if watch else {}))
+    slack = int(options.ack_in_flight_s * 1e9)
+
+    def in_fault(sent: int) -> bool:
+        """The ack was sent while a node fault was in progress, or just before one began."""
+        return any(start - slack <= sent and (end < 0 or sent <= end) for start, end in faults)
     for name in TALLIES:
         counts[f"{name}_delivered"] = counts[f"{name}_not_delivered"] = 0
 
@@ -129,6 +152,9 @@ def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> Che
         counts["duplicates_after_ack"] += sum(1 for d in later if d > ai)
         if mid in proven:
             pa, proof = proven[mid]
+            if watch and in_fault(sent_at.get(pa, 0)):
+                counts["duplicates_after_ack_in_fault"] += sum(1 for d in later if d > pa)
+                continue
             for d in (d for d in later if d > pa):
                 found.add("duplicate-after-ack", f"Expected: {mid} not delivered again after its ack (op {pa}), which the broker "
                           f"had: a later op of the same consumer succeeded (op {proof}); Actual: delivered again (op {d})",
