@@ -383,6 +383,10 @@ class ProtonConsumer(Consumer, _Link):
         self.buffer.clear()
         return out
 
+    #: A closing detach ends the link's unsettled deliveries with the source's default-outcome (messaging
+    #: 3.5.3: "including when the source is destroyed"; qpidd releases them, counted): none stays held.
+    cancel_keeps_held = False
+
     def cancel(self) -> None:
         self.close()
 

@@ -38,6 +38,7 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
     broke) and soak.json's content. ``spec``: a --target value to launch or attach (stopped at the
     end); or ``target``: a started Target the caller owns."""
     from conformance.catalogue.profiles import select_profile
+    from conformance.kit.redelivery import signal_of
     from conformance.nemesis.kinds import KINDS, fault_applicability
     from conformance.targets import make_target
 
@@ -71,6 +72,7 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
         server = conn.server
         profile = select_profile(server.product, server.version, adapter.protocol, None)
         qspec, qtype = queue_spec(profile, options.queue_type)
+        signal = signal_of(profile, qtype)  # the mark the profile documents on a redelivery: the redelivery checker reads it
         s = conn.session()
         s.declare_queue(qspec)
         conn.close()
@@ -100,7 +102,8 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
     shape = history_problems(ops)
     if shape:  # the runner's own breakage: never judged as the broker's
         raise TargetError(f"the soak wrote a history that breaks its schema: {'; '.join(shape[:3])}")
-    results = run_all(ops, CheckOptions(ordered=options.ordered, requeue_counts=options.requeue_counts))
+    check_options = CheckOptions(ordered=options.ordered, requeue_counts=options.requeue_counts, redelivery_signal=signal)
+    results = run_all(ops, check_options)
     counts: dict[str, int] = {}
     for op in ops:
         key = f"{op['f']}:{op['type']}"
@@ -114,7 +117,8 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
         "seed": options.seed, "target": getattr(target, "name", "") if spec is None else redact(spec),
         "product": server.product, "version": server.version, "protocol": adapter.protocol,
         **({"seconds": options.seconds} if options.seconds is not None else {"ops": options.ops}),
-        "schedule": options.schedule, "options": {**options.record(), "queue": qspec.name, "queue_type": qtype},
+        "schedule": options.schedule, "options": {**options.record(), "queue": qspec.name, "queue_type": qtype,
+                                                          "redelivery_signal": signal, "profile": getattr(profile, "id", "")},
         "verdicts": verdicts, "anomalies": anomalies,
         "stats": {"ops": len(ops), "publishes": publishes, "deliveries": counts.get("deliver:ok", 0),
                   "workload_s": round(workload_s, 3), "publishes_per_s": round(publishes / workload_s, 1) if workload_s else 0,
