@@ -39,6 +39,9 @@ class Anomaly:
     text: str
     #: The indexes of the operations that show it.
     ops: list[int]
+    #: The profile entry that documents it, when one does (conformance.soak.documented): set after the
+    #: checkers ran, from the target's profile; None when undocumented.
+    documented: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
