@@ -47,14 +47,15 @@ KINDS = ("redelivered-flag-missing", "first-acquirer-on-repeat", "delivery-count
 COUNTED = "delivery-count"
 
 
-def _settle_outcomes(ops: list[dict[str, Any]]) -> dict[int, str]:
-    """Each ack or nack invoke's index -> the type of its completion (ok, fail, unknown), matched per
-    consumer and id in order (a client records its settlements' outcomes in the order it sent them)."""
+def _settle_outcomes(ops: list[dict[str, Any]], fs: tuple[str, ...]) -> dict[int, str]:
+    """Each invoke of ``fs`` (ack, nack)'s index -> the type of its completion (ok, fail, unknown),
+    matched per consumer and id in order (a client records its settlements' outcomes in the order it
+    sent them)."""
     waiting: dict[tuple[str, str, str], deque[int]] = defaultdict(deque)
     done: dict[int, str] = {}
     for op in ops:
         f = op["f"]
-        if f not in ("ack", "nack"):
+        if f not in fs:
             continue
         key = (f, consumer_of(op), op["value"]["id"])
         if op["type"] == "invoke":
@@ -72,7 +73,9 @@ def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> Che
     highest: dict[str, tuple[int, int]] = {}     # id -> (highest delivery count so far, its delivery)
     last: dict[str, tuple[int | None, int]] = {}  # id -> (delivery count, index) of its latest delivery
     settled: dict[str, tuple[str, str, int]] = {}  # id -> (f, outcome, invoke index) of its latest settlement
-    outcomes = _settle_outcomes(ops)
+    # only a nack's outcome decides a 1.0 count rule, and an ack's only under the delivery-count signal
+    settles = ("ack", "nack") if options.redelivery_signal == COUNTED else ("nack",)
+    outcomes = _settle_outcomes(ops, settles)
     found = Findings(options.max_anomalies)
     counts = dict.fromkeys(KINDS, 0)
     counts.update(deliveries=0, repeat_deliveries=0, flagged_redelivered=0, flagged_first_deliveries=0, with_delivery_count=0,
@@ -80,7 +83,7 @@ def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> Che
     for op in ops:
         f = op["f"]
         if f in ("ack", "nack"):
-            if op["type"] == "invoke":
+            if op["type"] == "invoke" and f in settles:
                 v = op["value"]
                 settled[v["id"]] = (f, v.get("outcome") or ("accepted" if f == "ack" else "released"), op["index"])
             continue
@@ -115,8 +118,9 @@ def check(ops: list[dict[str, Any]], options: CheckOptions | None = None) -> Che
             first[mid] = i
             first_link[mid] = link
             counts["flagged_first_deliveries"] += flagged
-        last[mid] = (count, i)
-        settled.pop(mid, None)
+        if amqp10:
+            last[mid] = (count, i)
+            settled.pop(mid, None)
         if count is None:
             continue
         counts["with_delivery_count"] += 1
