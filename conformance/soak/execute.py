@@ -137,7 +137,7 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
                   "by_op": dict(sorted(counts.items())), "faults_fired": soak.fired,
                   # entries whose time came after the workload ended (a long heal can push the rest past it)
                   "faults_not_fired": [e for n, e in enumerate(options.schedule) if n not in {f["entry"] for f in soak.fired}],
-                  "drain": ran["drain"],
+                  "drain": ran["drain"], "refused_modes": soak.refused_modes,
                   "problems": soak.problems},
         "finished_at": time.time(),
     }
@@ -171,6 +171,8 @@ def _summary(record: dict[str, Any], results: dict[str, Any], out: Path, say: An
             say(f"      {a.kind}: {a.text} [ops {', '.join(str(i) for i in a.ops[:8])}]")
         if total > 3:
             say(f"      ... {total - 3} more (listed in {out}/soak.json)")
+    for who, why in st.get("refused_modes", {}).items():
+        say(f"  refused: producer {who} published nothing, the target refused its mode ({why})")
     for p in st["problems"]:
         say(f"  problem: {p}")
     say(f"soak: {out}/history.jsonl  {out}/soak.json")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.api import AckMode, Adapter, Connection, Consumer, QueueSpec, Session
-from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout, PublishNotConfirmed
+from conformance.errors import AdapterError, ChannelClosed, ConnectionLost, OperationTimeout, PublishNotConfirmed, Unsupported
 from conformance.soak.history import HistoryWriter
 
 MODES = ("confirm", "tx", "plain")
@@ -104,6 +104,8 @@ class Soak:
         self.published = 0
         self.problems: list[str] = []
         self.fired: list[dict[str, Any]] = []
+        #: Producers whose mode the target refused (confirm, tx), with its words: they publish nothing.
+        self.refused_modes: dict[str, str] = {}
         #: Subscriptions opened so far, by client (each one a link: see :meth:`_link`).
         self.links: dict[str, int] = {}
         self.t0 = time.monotonic()
@@ -160,6 +162,13 @@ class Soak:
                     s.enable_confirms()
                 elif mode == "tx":
                     s.select_tx()
+            except Unsupported as exc:
+                # the broker refused the mode cleanly (an AMQP 1.0 node without a transaction coordinator):
+                # the producer stops, and soak.json says why, instead of reconnecting forever
+                with self.lock:
+                    self.refused_modes[name] = f"{mode}: {exc}"
+                _close(conn)
+                return
             except (ConnectionLost, ChannelClosed, AdapterError):
                 _close(conn)
                 continue
