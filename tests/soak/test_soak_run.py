@@ -142,6 +142,20 @@ def test_soak_restart_rabbitmq(rabbit: Any, tmp_path: Path) -> None:
     assert any(op["f"] == "deliver" for op in after), "nothing was delivered after the restart healed"
 
 
+def test_soak_amqp10_rabbitmq_refused_tx_mode_said(rabbit: Any, tmp_path: Path) -> None:
+    """The session's node over AMQP 1.0 (its plugin has no transaction coordinator): the tx producer
+    stops and soak.json says why; the others run, and the 1.0 marks are recorded."""
+    out = tmp_path / "amqp10"
+    code = main(["soak", "--target", str.__str__(rabbit.url), "--adapter", "proton", "--seconds", "3", "--seed", "2", "--out", str(out)])
+    soak = json.loads((out / "soak.json").read_text())
+    assert soak["protocol"] == "amqp-1.0"
+    assert list(soak["stats"]["refused_modes"]) == ["p2"] and soak["stats"]["refused_modes"]["p2"].startswith("tx: "), soak["stats"]
+    assert code == (1 if any(v["verdict"] == "fail" for v in soak["verdicts"].values()) else 0), soak["stats"]["problems"]
+    ops = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+    assert not [o for o in ops if o["process"] == "p2"]
+    assert any(o["f"] == "deliver" and "first_acquirer" in o["value"] for o in ops)
+
+
 LAVINMQ = ROOT.parent / "shared" / "brokers" / "lavinmq-2.9.1"
 
 
