@@ -137,7 +137,7 @@ def annotate(results: dict[str, Any], ops: list[dict[str, Any]], profile: Any, q
             if entry is None:
                 undocumented += 1
                 continue
-            a.documented = entry.to_dict()  # type: ignore[attr-defined]
+            a.documented = entry.to_dict()
             slot = by_entry.setdefault(entry.cite(), {**entry.to_dict(), "anomalies": 0, "across": {}})
             slot["anomalies"] += 1
             slot["across"][k] = slot["across"].get(k, 0) + 1
