@@ -128,6 +128,12 @@ class Consumer(abc.ABC):
     #: snd-settle-mode, distribution-mode). Empty where the protocol grants nothing.
     granted: dict[str, str] = {}
     requested: dict[str, str] = {}
+    #: Whether :meth:`cancel` leaves the deliveries already made held and settleable (AMQP 0-9-1
+    #: basic.cancel "does not affect already delivered messages"). False where the protocol ends them
+    #: with the subscription (an AMQP 1.0 closing detach: the source's default-outcome settles what
+    #: the link held, messaging 3.5.3): a client that must settle them stops the flow first (:meth:`pause`,
+    #: :meth:`drain`) and settles before it cancels.
+    cancel_keeps_held: ClassVar[bool] = True
 
     @abc.abstractmethod
     def next(self, timeout: float) -> Delivery:

@@ -349,8 +349,7 @@ class ProtonConsumer(Consumer, _Link):
         msg = Message()
         msg.decode(self.link.recv(d.pending))
         self.link.advance()
-        tag = d.tag
-        self.wire_tags.append(tag.hex() if isinstance(tag, (bytes, bytearray)) else str(tag).encode("latin-1", "replace").hex())
+        self.wire_tags.append(_wire_tag(d).hex())
         self.buffer.append(self.session._received(d, msg, self))
         if self.replenish and (self.window is None or self.ack_mode is AckMode.AUTO):
             if self.link.credit < (self.window or WINDOW) // 2:
@@ -383,6 +382,10 @@ class ProtonConsumer(Consumer, _Link):
         out = list(self.buffer)
         self.buffer.clear()
         return out
+
+    #: A closing detach ends the link's unsettled deliveries with the source's default-outcome (messaging
+    #: 3.5.3: "including when the source is destroyed"; qpidd releases them, counted): none stays held.
+    cancel_keeps_held = False
 
     def cancel(self) -> None:
         self.close()
@@ -1308,6 +1311,16 @@ def _symbols(data: Data) -> list[str] | None:
     if items is None:
         items = value if isinstance(value, (list, tuple)) else [value]
     return [str(x) for x in items]
+
+
+def _wire_tag(d: Any) -> bytes:
+    """A delivery's tag as the octets on the wire. Transport 2.8.7: a delivery-tag is binary, up to 32
+    octets; proton's ``Delivery.tag`` decodes it as UTF-8 and raises on a broker's binary counter
+    (qpidd numbers its deliveries in 4 octets: a count with an octet above 0x7f is no UTF-8)."""
+    from cproton import ffi, lib
+
+    b = lib.pn_delivery_tag(d._impl)
+    return bytes(ffi.unpack(b.start, b.size))
 
 
 def _body(body: Any) -> bytes:

@@ -6,7 +6,7 @@ their own (already started: it is not stopped)."""
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,6 +15,7 @@ from conformance.api import adapter_for
 from conformance.errors import ConformanceError, TargetError, UsageError
 from conformance.secrets import SecretUrl, redact, register_url, scrub
 from conformance.soak.checkers import CheckOptions, run_all
+from conformance.soak.documented import annotate
 from conformance.soak.history import problems as history_problems
 from conformance.soak.history import read_history
 from conformance.soak.runner import HistoryWriter, Soak, SoakOptions, queue_spec, write_json
@@ -42,8 +43,10 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
     broke) and soak.json's content. ``spec``: a --target value to launch or attach (stopped at the
     end); or ``target``: a started Target the caller owns."""
     from conformance.catalogue.profiles import select_profile
-    from conformance.nemesis.kinds import fault_applicability
-    from conformance.targets import make_target
+    from conformance.kit.redelivery import signal_of
+    from conformance.nemesis.kinds import KINDS, fault_applicability
+    from conformance.soak.documented import refusal
+    from conformance.targets import make_target, target_conditions
 
     out.mkdir(parents=True, exist_ok=True)
     owned = target is None
@@ -91,8 +94,16 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
         client_url = node_urls[0]
         conn = adapter.connect(client_url, name="soak probe")
         server = conn.server
-        profile = select_profile(server.product, server.version, adapter.protocol, None)
+        # what the target reports of itself (no-store) selects the profile entries that hold on it only
+        profile = replace(select_profile(server.product, server.version, adapter.protocol, None),
+                          target_conditions=target_conditions(target))
         qspec, qtype = queue_spec(profile, options.queue_type)
+        refused = refusal([k for k in kinds if k != "cut"], profile, qtype, getattr(target, "name", "the target"),
+                          {k: KINDS[k].note(target) for k in kinds if k != "cut"})
+        if refused:
+            conn.close()
+            raise UsageError(refused)
+        signal = signal_of(profile, qtype)  # the mark the profile documents on a redelivery: the redelivery checker reads it
         s = conn.session()
         s.declare_queue(qspec)
         conn.close()
@@ -128,21 +139,26 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
     # on a cluster a round trip on a consumer's channel proves its node had an ack, not the queue's
     # leader on another node: acks around a node fault are not judged proven (CheckOptions)
     in_flight = ACK_IN_FLIGHT_S if cluster else 0.0
-    results = run_all(ops, CheckOptions(ordered=options.ordered, requeue_counts=options.requeue_counts, ack_in_flight_s=in_flight))
+    check_options = CheckOptions(ordered=options.ordered, requeue_counts=options.requeue_counts, redelivery_signal=signal,
+                                 ack_in_flight_s=in_flight)
+    results = run_all(ops, check_options)
+    documented = annotate(results, ops, profile, qtype)  # anomalies across a fault the profile documents
     counts: dict[str, int] = {}
     for op in ops:
         key = f"{op['f']}:{op['type']}"
         counts[key] = counts.get(key, 0) + 1
     publishes = counts.get("publish:invoke", 0)
     workload_s = ran["workload_s"]
-    verdicts = {name: {"verdict": r.verdict, "counts": dict(r.counts), "anomalies": r.counts.get("anomalies", len(r.anomalies)),
-                       "note": getattr(r, "note", "")} for name, r in results.items()}
+    verdicts = {name: {"verdict": documented[name]["verdict"] if name in documented else r.verdict, "counts": dict(r.counts),
+                       "anomalies": r.counts.get("anomalies", len(r.anomalies)), "note": getattr(r, "note", ""),
+                       **({"documented": documented[name]} if name in documented else {})} for name, r in results.items()}
     anomalies = [{"checker": name, **_plain(a)} for name, r in results.items() for a in r.anomalies]
     record = {
         "seed": options.seed, "target": getattr(target, "name", "") if spec is None else redact(spec),
         "product": server.product, "version": server.version, "protocol": adapter.protocol,
         **({"seconds": options.seconds} if options.seconds is not None else {"ops": options.ops}),
         "schedule": options.schedule, "options": {**options.record(), "queue": qspec.name, "queue_type": qtype,
+                                                   "redelivery_signal": signal, "profile": getattr(profile, "id", ""),
                                                    **({"ack_in_flight_s": in_flight} if in_flight else {})},
         **({"mutation": chosen.record((stats or {}).get("rewritten"))} if chosen is not None else {}),
         "verdicts": verdicts, "anomalies": anomalies,
@@ -152,12 +168,12 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
                   "by_op": dict(sorted(counts.items())), "faults_fired": soak.fired,
                   # entries whose time came after the workload ended (a long heal can push the rest past it)
                   "faults_not_fired": [e for n, e in enumerate(options.schedule) if n not in {f["entry"] for f in soak.fired}],
-                  "drain": ran["drain"], **({"cluster_whole": ran["whole"]} if ran.get("whole") else {}),
+                  "drain": ran["drain"], "refused_modes": soak.refused_modes, **({"cluster_whole": ran["whole"]} if ran.get("whole") else {}),
                   "problems": soak.problems},
         "finished_at": time.time(),
     }
     write_json(out / "soak.json", record)
-    failed = any(r.verdict == "fail" for r in results.values())
+    failed = any(v["verdict"] == "fail" for v in verdicts.values())
     code = EXIT_FAIL if failed else EXIT_USAGE if soak.problems or not ran["drain"].get("complete") else EXIT_OK
     _summary(record, results, out, say)
     if chosen is not None:
@@ -193,12 +209,21 @@ def _summary(record: dict[str, Any], results: dict[str, Any], out: Path, say: An
     for name, r in results.items():
         figures = ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items()) if k != "anomalies")
         total = r.counts.get("anomalies", len(r.anomalies))
-        say(f"  {r.verdict.upper():<8} {name}: {total} anomal{'y' if total == 1 else 'ies'}"
+        verdict = record["verdicts"][name]["verdict"]
+        say(f"  {verdict.upper():<8} {name}: {total} anomal{'y' if total == 1 else 'ies'}"
             + (f" ({figures})" if figures else "") + (f"; {r.note}" if getattr(r, "note", "") else ""))
+        doc = record["verdicts"][name].get("documented")
+        for e in (doc or {}).get("entries", ()):
+            spans = ", ".join(f"{n} across a {k}" for k, n in sorted(e["across"].items()))
+            say(f"      documented ({spans}): {e['as']} {e['requirement']} ({e['observed']}): {e['reason'][:160]} [{e['source'][:160]}]")
+        if doc and doc["undocumented"] and doc["entries"]:
+            say(f"      undocumented: {doc['undocumented']}")
         for a in r.anomalies[:3]:
             say(f"      {a.kind}: {a.text} [ops {', '.join(str(i) for i in a.ops[:8])}]")
         if total > 3:
             say(f"      ... {total - 3} more (listed in {out}/soak.json)")
+    for who, why in st.get("refused_modes", {}).items():
+        say(f"  refused: producer {who} published nothing, the target refused its mode ({why})")
     for p in st["problems"]:
         say(f"  problem: {p}")
     say(f"soak: {out}/history.jsonl  {out}/soak.json")

@@ -16,6 +16,10 @@ class CheckOptions:
     #: Delivery counts must grow on every redelivery (a broker that counts them, e.g. a quorum
     #: queue's x-delivery-count): an equal count on a later delivery of the same id is an anomaly.
     requeue_counts: bool = False
+    #: The profile's redelivery.signal (conformance/kit/redelivery.py): which mark the broker documents
+    #: on a redelivery beyond the spec's; "delivery-count" makes the redelivery checker require an AMQP
+    #: 1.0 delivery-count grown on a return the broker got no outcome for.
+    redelivery_signal: str = "redelivered"
     #: Anomalies listed per checker (each kind is counted in full in ``counts`` whatever the cap).
     max_anomalies: int = 1000
     #: On a cluster: seconds before a node fault began within which an ack, like one sent while the
@@ -27,7 +31,7 @@ class CheckOptions:
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> CheckOptions:
         d = d or {}
-        return cls(**{k: d[k] for k in ("ordered", "requeue_counts", "max_anomalies", "ack_in_flight_s") if k in d})
+        return cls(**{k: d[k] for k in ("ordered", "requeue_counts", "redelivery_signal", "max_anomalies", "ack_in_flight_s") if k in d})
 
 
 DEFAULT = CheckOptions()
@@ -40,6 +44,9 @@ class Anomaly:
     text: str
     #: The indexes of the operations that show it.
     ops: list[int]
+    #: The profile entry that documents it, when one does (conformance.soak.documented): set after the
+    #: checkers ran, from the target's profile; None when undocumented.
+    documented: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
