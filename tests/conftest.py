@@ -32,9 +32,10 @@ def conformance_cmd(*args: str) -> list[str]:
 
 #: The longest test files, started first: the suite runs on several xdist workers (pyproject addopts,
 #: ``--dist loadfile``), and the wall time is the longest file's if it starts at once, not last.
-SLOW_FIRST = ("test_selftest.py", "test_selftest_amqp10.py", "test_selftest_qpidd.py", "test_e2e_amqp10.py", "test_e2e_failover.py", "test_spark_cluster.py", "test_trustworthy_outputs.py",
-              "test_e2e_rabbitmq.py", "test_liveness.py", "test_e2e_proton_broker.py", "test_gate.py", "test_process_target.py",
-              "test_stomp.py")
+SLOW_FIRST = ("test_selftest.py", "test_seed_run_qpid_cpp.py", "test_selftest_qpidd.py", "test_selftest_amqp10.py", "test_e2e_amqp10.py",
+              "test_e2e_failover.py", "test_seed_run_lavinmq_2.py", "test_seed_run_lavinmq_1.py", "test_soak_run.py", "test_soak_mutations.py",
+              "test_spark_cluster.py", "test_trustworthy_outputs.py", "test_e2e_rabbitmq.py", "test_liveness.py", "test_e2e_proton_broker.py",
+              "test_gate.py", "test_process_target.py", "test_stomp.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
