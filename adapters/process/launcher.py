@@ -145,6 +145,12 @@ class ProcessTarget(Target):
                 return None
         return self.d.no_store
 
+    def queue_known(self, queue: str) -> bool | None:
+        """A node without a store holds no durable record of any queue after a restart or kill: a queue
+        it answers 404 for (the only time this is asked) is gone for good, so the case need not wait out
+        its recovery window for it. With a store, the broker's metadata is not reachable here (None)."""
+        return False if self.no_store else None
+
     @property
     def can_pause(self) -> bool:
         return True

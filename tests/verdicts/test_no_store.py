@@ -129,3 +129,11 @@ def test_a_launched_target_without_a_store_takes_restart_and_kill_and_says_why_s
     assert "has no store (this qpidd has no store module)" in note and note.count("qpidd-process has no store") == 1
     assert kinds.fault_notes([kinds.RESTART], Launched(None)) == ""
     assert kinds.fault_notes([kinds.RESTART], None) == "", "a URL target takes no restart: nothing to note"
+
+
+def test_a_queue_answering_404_on_a_launched_target_without_a_store_is_gone_for_good() -> None:
+    """The case stops waiting out its recovery window: nothing durable is left to recover it."""
+    from adapters.process.launcher import ProcessTarget
+
+    assert ProcessTarget.queue_known(Launched("no store module"), "q") is False  # type: ignore[arg-type]
+    assert ProcessTarget.queue_known(Launched(None), "q") is None  # type: ignore[arg-type]
