@@ -82,6 +82,24 @@ def generate(root: Path, ops_total: int, runs: int) -> list[str]:
     return folders
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and its live descendants (and the children they reaped): the
+    Spark JVM with its Python workers, which in local mode are the JVM's children."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+        todo += [int(c) for c in children]
+    return total
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", type=int, action="append", help="operations per set (repeatable; default 1M and 10M)")
@@ -103,6 +121,7 @@ def main() -> None:
     start = time.perf_counter()
     spark = spark_session(args.master, app="soak-bench")
     print(f"Spark {spark.version} {args.master} started in {time.perf_counter() - start:.1f}s (not timed)", flush=True)
+    jvm = spark.sparkContext._gateway.proc.pid
     check_runs(spark, folders[:1])  # the Python workers and the plan, warm: not a figure of the check
     figures = []
     for n in sets:
@@ -110,21 +129,27 @@ def main() -> None:
         best = None
         for _ in range(args.repeat):
             load = os.getloadavg()[0]
-            t = time.perf_counter()
+            t, c0, d0 = time.perf_counter(), tree_cpu(jvm), time.process_time()
             runs = check_runs(spark, chosen)
             s = time.perf_counter() - t
+            cpu = tree_cpu(jvm) - c0 + time.process_time() - d0
             if best is None or s < best[0]:
-                best = (s, runs, load)
-        s, runs, load = best
+                best = (s, runs, load, cpu, os.getloadavg()[0])
+        s, runs, load, cpu, load_end = best
         ops = sum(r["ops"] for r in runs)
         m = matrix(runs)
         bad = [c for c in m["cells"] if c["anomalies"]]
+        task_cpu = sum(r["cpu_s"] or 0 for r in runs)
         fig = {"ops": ops, "runs": len(runs), "seconds": round(s, 2), "ops_per_s": round(ops / s), "load_average": round(load, 1),
+               "load_average_end": round(load_end, 1), "cpu_seconds": round(cpu, 1), "ops_per_cpu_s": round(ops / cpu),
+               "task_cpu_seconds": round(task_cpu, 1), "idle_cores_estimate_s": round(cpu / (os.cpu_count() or 2), 1),
                "failed_runs": sum(r["verdict"] == "fail" for r in runs), "mutated_runs": sum(bool(r["mutation"]) for r in runs),
                "broken_runs": sum(r["verdict"] == "broken" for r in runs), "anomalous_cells": len(bad)}
         figures.append(fig)
-        print(f"{ops:>12,} ops  {len(runs):>4} runs  {s:7.1f}s  {ops / s:>10,.0f} ops/s   (load average {load:.1f} at start; "
-              f"{fig['failed_runs']} failing runs, {fig['mutated_runs']} of them mutated on purpose; {fig['broken_runs']} broken)", flush=True)
+        print(f"{ops:>12,} ops  {len(runs):>4} runs  {s:7.1f}s  {ops / s:>10,.0f} ops/s   load average {load:.1f} -> {load_end:.1f}", flush=True)
+        print(f"      CPU {cpu:.1f}s in all (Spark JVM, its Python workers, the driver): {ops / cpu:,.0f} ops/cpu-s, of it "
+              f"{task_cpu:.1f}s parse + checkers in the tasks; on {os.cpu_count()} idle cores about {fig['idle_cores_estimate_s']:.0f}s", flush=True)
+        print(f"      {fig['failed_runs']} failing runs, {fig['mutated_runs']} of them mutated on purpose; {fig['broken_runs']} broken", flush=True)
         for r in runs:
             if r["verdict"] != "pass" and not r["mutation"]:
                 print(f"  UNEXPECTED {r['verdict']}: {r['folder']} {r['problem'] or ''}")

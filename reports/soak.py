@@ -185,7 +185,7 @@ def check_runs(spark: Any, folders: list[str]) -> list[dict[str, Any]]:
         res = judged.get(path) or {"ops": 0, "problem": f"no {HISTORY_FILE} read", "verdicts": {}}
         verdicts = {k: res["verdicts"][k] for k in [*CHECKER_ORDER, *sorted(set(res["verdicts"]) - set(CHECKER_ORDER))] if k in res["verdicts"]}
         verdict = ("broken" if res["problem"] else "fail" if any(v["verdict"] == "fail" for v in verdicts.values()) else "pass")
-        out.append({**info, "ops": res["ops"], "problem": res["problem"], "verdicts": verdicts, "verdict": verdict,
+        out.append({**info, "ops": res["ops"], "problem": res["problem"], "verdicts": verdicts, "verdict": verdict, "cpu_s": res.get("cpu_s"),
                     "anomalies": sum(v["anomalies"] for v in verdicts.values())})
     return sorted(out, key=lambda r: (r["product"], r["version"], r["protocol"], r["nemesis"], str(r["seed"]), r["folder"]))
 
@@ -216,7 +216,7 @@ def matrix(runs: list[dict[str, Any]]) -> dict[str, Any]:
         c["runs"] += 1
         c["failed"] += r["verdict"] == "fail"
         c["broken"] += r["verdict"] == "broken"
-        c["ops"] += r["ops"]
+        c["ops"] += r["ops"] if r["verdict"] != "broken" else 0   # the operations judged: the rate's denominator
         c["anomalies"] += r["anomalies"]
         for name, v in r["verdicts"].items():
             c["by_checker"][name] = c["by_checker"].get(name, 0) + v["anomalies"]

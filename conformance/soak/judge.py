@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import json
+import time
 from typing import Any
 
 from conformance.soak.checkers import CheckOptions, run_all
@@ -78,15 +79,18 @@ def judge(ops: list[dict[str, Any]], options: CheckOptions, listed: int = LISTED
 
 def judge_text(text: str | bytes, options: CheckOptions, *, source: str = "history", listed: int = LISTED) -> dict[str, Any]:
     """:func:`judge` of a history's text; a torn line is the run's ``problem``, as a schema break is.
-    The cyclic collector is paused for the parse too: a run's ops are acyclic dicts."""
+    ``cpu_s``: the CPU seconds the parse and the checks took (what a loaded machine's other
+    processes do not add to). The cyclic collector is paused for the parse too: a run's ops are
+    acyclic dicts."""
     paused = gc.isenabled()
     gc.disable()
+    start = time.process_time()
     try:
         try:
             ops = parse(text, source)
         except ValueError as exc:
-            return {"ops": 0, "problem": str(exc), "verdicts": {}}
-        return judge(ops, options, listed)
+            return {"ops": 0, "problem": str(exc), "verdicts": {}, "cpu_s": round(time.process_time() - start, 4)}
+        return {**judge(ops, options, listed), "cpu_s": round(time.process_time() - start, 4)}
     finally:
         if paused:
             gc.enable()
