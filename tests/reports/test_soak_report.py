@@ -18,9 +18,11 @@ from conformance.soak.history import read_history, write_history
 from conformance.soak.judge import options_of
 from conformance.soak.mutations import MUTATIONS
 from conformance.soak.synthetic import healthy_history
-from tests.reports.test_reports import rec, run_dir, spark  # noqa: F401 - spark: the module's shared session fixture
+from tests.reports import test_reports
+from tests.reports.test_reports import rec, run_dir
 
 pytest.importorskip("pyspark")
+spark = test_reports.spark  # the report tests' session fixture: one Spark session for the module
 
 
 def _runs(root: Path) -> list[Path]:
