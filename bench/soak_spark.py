@@ -92,7 +92,8 @@ def tree_cpu(pid: int) -> float:
         p = todo.pop()
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+            # a child belongs to the thread that forked it: the JVM's Python daemon is not the main thread's
+            children = [c for t in Path(f"/proc/{p}/task").iterdir() for c in (t / "children").read_text().split()]
         except OSError:
             continue
         total += sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
