@@ -63,13 +63,16 @@ def _one(job: tuple[str, int, int, int, int]) -> int:
 
 def generate(root: Path, ops_total: int, runs: int) -> list[str]:
     """``runs`` run folders of about ops_total operations in all (brokers x nemeses x seeds, in
-    that order: the first 12 cover every broker and nemesis once); reused when present."""
+    that order: the first 12 cover every broker and nemesis once); reused when present (the first
+    runs of a larger set of the same run size too)."""
     marker = root / "bench.json"
-    want = {"format": FORMAT, "ops": ops_total, "runs": runs}
-    folders = [str(root / f"run-{i:04d}") for i in range(runs)]
-    if marker.exists() and json.loads(marker.read_text()) == want:
-        return folders
     per = max(1, ops_total // runs)
+    want = {"format": FORMAT, "per_run": per, "runs": runs}
+    folders = [str(root / f"run-{i:04d}") for i in range(runs)]
+    if marker.exists():  # a larger set of the same runs holds this one: its first runs
+        had = json.loads(marker.read_text())
+        if had.get("format") == FORMAT and had.get("per_run") == per and had.get("runs", 0) >= runs:
+            return folders
     jobs = []
     for i, folder in enumerate(folders):
         cell, seed = i % (len(BROKERS) * len(NEMESES)), i // (len(BROKERS) * len(NEMESES))
