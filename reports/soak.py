@@ -75,7 +75,12 @@ def run_info(folder: str) -> dict[str, Any]:
     run never reaches the page with its password)."""
     from conformance.secrets import redact
 
-    meta = json.loads(Path(folder, SOAK_FILE).read_text())
+    try:
+        meta = json.loads(Path(folder, SOAK_FILE).read_text())
+        damaged = None if isinstance(meta, dict) else f"{SOAK_FILE} is not a JSON object"
+    except (OSError, ValueError) as exc:
+        meta, damaged = {}, f"{SOAK_FILE} unreadable: {exc}"
+    meta = meta if isinstance(meta, dict) else {}
     opts = meta.get("options") or {}
     return {"folder": folder, "history": os.path.join(folder, HISTORY_FILE), "product": meta.get("product") or "?",
             "version": meta.get("version") or "", "protocol": meta.get("protocol") or "?", "nemesis": nemesis_label(meta),
@@ -84,7 +89,7 @@ def run_info(folder: str) -> dict[str, Any]:
             "mutation": meta.get("history_mutation"),
             "recorded": {k: v.get("verdict") for k, v in (meta.get("verdicts") or {}).items()},
             "faults_fired": len((meta.get("stats") or {}).get("faults_fired") or []),
-            "workload_s": (meta.get("stats") or {}).get("workload_s")}
+            "workload_s": (meta.get("stats") or {}).get("workload_s"), "damaged": damaged}
 
 
 def _local(uri: str) -> str:
@@ -155,10 +160,12 @@ def check_runs(spark: Any, folders: list[str]) -> list[dict[str, Any]]:
         return []
     infos = {os.path.abspath(i["history"]): i for i in map(run_info, folders)}
     options = {path: i["options"] for path, i in infos.items()}
-    sizes = [os.path.getsize(p) for p in infos if os.path.exists(p)]
-    _ship_code(spark)
-    # one history is one row; tasks of about an eighth of the bytes per core (whole files packed
-    # into each), so that on 2 cores the last task leaves neither idle for long
+    readable = [p for p in infos if os.path.isfile(p)]   # a missing history is its run's problem, not the report's end
+    sizes = [os.path.getsize(p) for p in readable]
+    if readable:
+        _ship_code(spark)
+    # one history is one row; about four tasks per core (whole files packed into each), so that
+    # the last task leaves no core idle for long
     try:
         parallelism = spark.sparkContext.defaultParallelism
     except Exception:  # noqa: BLE001 -- Spark Connect: no SparkContext to ask
@@ -171,8 +178,10 @@ def check_runs(spark: Any, folders: list[str]) -> list[dict[str, Any]]:
     for k, v in conf.items():
         spark.conf.set(k, v)
     try:
-        texts = spark.read.text(list(infos), wholetext=True).selectExpr("input_file_name() AS path", "value")
-        rows = texts.mapInPandas(_judge_partition(options), RESULT_SCHEMA).collect()
+        rows = []
+        if readable:
+            texts = spark.read.text(readable, wholetext=True).selectExpr("input_file_name() AS path", "value")
+            rows = texts.mapInPandas(_judge_partition(options), RESULT_SCHEMA).collect()
     finally:
         for k, v in before.items():
             if v is None:
@@ -183,6 +192,9 @@ def check_runs(spark: Any, folders: list[str]) -> list[dict[str, Any]]:
     out = []
     for path, info in infos.items():
         res = judged.get(path) or {"ops": 0, "problem": f"no {HISTORY_FILE} read", "verdicts": {}}
+        damaged = info.pop("damaged")
+        if damaged:  # what ran is unknown: its verdicts would land in no broker's row
+            res = {**res, "problem": f"{damaged}: the run is not judged", "verdicts": {}}
         verdicts = {k: res["verdicts"][k] for k in [*CHECKER_ORDER, *sorted(set(res["verdicts"]) - set(CHECKER_ORDER))] if k in res["verdicts"]}
         verdict = ("broken" if res["problem"] else "fail" if any(v["verdict"] == "fail" for v in verdicts.values()) else "pass")
         out.append({**info, "ops": res["ops"], "problem": res["problem"], "verdicts": verdicts, "verdict": verdict, "cpu_s": res.get("cpu_s"),
