@@ -3,8 +3,8 @@ rates per broker and nemesis.
 
 A soak run folder holds ``soak.json`` (what ran: broker, protocol, nemesis, seed, check options)
 and ``history.jsonl`` (every operation). The checkers judge one whole history in order, so a run is
-the unit of work: the job reads each history whole (``wholetext``: a file is one row, never split),
-and a ``mapInPandas`` task hands each text to :func:`conformance.soak.judge.judge_text`, which is
+the unit of work: the job's rows are the runs' history files, and a ``mapInPandas`` task reads
+each whole and hands its text to :func:`conformance.soak.judge.judge_text`, which is
 ``checkers.run_all`` on the parsed history, the same call ``conformance soak`` makes. No checker
 is written twice; a run judged here gets the verdicts and counts the run itself gets.
 
@@ -13,9 +13,8 @@ Why not DataFrame joins over ops: the queue checker's "an ack the broker had" an
 join would have to re-express (a second implementation to keep equal). Per run it is linear and
 the runs are independent: the job scales with the number of runs, one task per core busy.
 
-The files are read by Spark (any path Spark reads, on a cluster too); on a cluster the few modules
-the tasks import are shipped with the job (:func:`_ship_code`). Only the per-run results (a few KB
-each) come back to the driver, where the matrix is folded.
+On a cluster the few modules the tasks import are shipped with the job (:func:`_ship_code`). Only
+the per-run results (a few KB each) come back to the driver, where the matrix is folded.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 SOAK_FILE = "soak.json"
 HISTORY_FILE = "history.jsonl"
@@ -92,12 +91,6 @@ def run_info(folder: str) -> dict[str, Any]:
             "workload_s": (meta.get("stats") or {}).get("workload_s"), "damaged": damaged}
 
 
-def _local(uri: str) -> str:
-    """A file: URI Spark names (``file:/tmp/x``, ``file:///tmp/x``) as the local path; other URIs as they are."""
-    parts = urlsplit(uri)
-    return unquote(parts.path) if parts.scheme in ("", "file") else uri
-
-
 def _ship_code(spark: Any) -> None:
     """On a cluster, the modules the tasks import, zipped and added to the job (executors may not
     have this package installed). Local mode's workers import it from the driver's own path."""
@@ -127,12 +120,11 @@ def _master(spark: Any) -> str | None:
 
 
 def _judge_partition(options: dict[str, dict[str, Any]]) -> Any:
-    """The task: each row a whole history; each yields one row, its judged record as JSON."""
+    """The task: each row a history's path, read here whole and judged; each yields one row, the
+    judged record as JSON."""
 
     def run(batches: Any) -> Any:
         import json as _json
-        from urllib.parse import unquote as _unquote
-        from urllib.parse import urlsplit as _urlsplit
 
         import pandas as pd
 
@@ -141,11 +133,16 @@ def _judge_partition(options: dict[str, dict[str, Any]]) -> Any:
 
         for batch in batches:
             out = []
-            for path, text in zip(batch["path"], batch["value"]):
-                parts = _urlsplit(path)   # as _local, inline: the task imports nothing of reports
-                local = _unquote(parts.path) if parts.scheme in ("", "file") else path
-                opts = CheckOptions.from_dict(options.get(local) or options.get(path) or {})
-                out.append((path, _json.dumps(judge_text(text, opts, source=local))))
+            for path in batch["path"]:
+                opts = CheckOptions.from_dict(options.get(path) or {})
+                try:
+                    with open(path, "rb") as fh:
+                        text = fh.read()
+                except OSError as exc:
+                    res = {"ops": 0, "problem": f"{path}: not readable where the task ran ({exc.strerror})", "verdicts": {}}
+                else:
+                    res = judge_text(text, opts, source=path)
+                out.append((path, _json.dumps(res)))
             yield pd.DataFrame(out, columns=["path", "result"])
 
     return run
@@ -154,41 +151,34 @@ def _judge_partition(options: dict[str, dict[str, Any]]) -> Any:
 def check_runs(spark: Any, folders: list[str]) -> list[dict[str, Any]]:
     """Every run folder's soak.json and its history judged on Spark: one dict per run, the
     :func:`run_info` fields with ``ops``, ``problem``, ``verdicts`` (per checker: verdict, counts,
-    anomalies, note, listed) and ``verdict`` (fail when a checker failed; broken when the history
-    could not be judged; pass otherwise: ``unknown`` checkers are not failures)."""
+    anomalies, note, listed), ``cpu_s`` and ``verdict`` (fail when a checker failed; broken when
+    the history could not be judged; pass otherwise: ``unknown`` checkers are not failures).
+
+    The job's rows are the histories' paths, one per task (up to 1024 tasks; Spark hands the next
+    to whichever core is free, so runs of any sizes keep every core busy), and each task reads its
+    file itself: the JVM carries no history text (reading 1M operations' files whole and handing
+    them to the workers through Arrow cost the JVM 8 CPU seconds of 22). Soak runs are local
+    folders (found by their soak.json), so on a cluster the executors read them where this
+    process does: the same path on a shared file system, as the compliance runs' rule is."""
     if not folders:
         return []
     infos = {os.path.abspath(i["history"]): i for i in map(run_info, folders)}
     options = {path: i["options"] for path, i in infos.items()}
-    readable = [p for p in infos if os.path.isfile(p)]   # a missing history is its run's problem, not the report's end
-    sizes = [os.path.getsize(p) for p in readable]
+    readable = sorted((p for p in infos if os.path.isfile(p)), key=os.path.getsize, reverse=True)  # a missing one is its run's problem
+    rows = []
     if readable:
         _ship_code(spark)
-    # one history is one row; about four tasks per core (whole files packed into each), so that
-    # the last task leaves no core idle for long
-    try:
-        parallelism = spark.sparkContext.defaultParallelism
-    except Exception:  # noqa: BLE001 -- Spark Connect: no SparkContext to ask
-        parallelism = os.cpu_count() or 2
-    split = max(1 << 20, sum(sizes) // (4 * parallelism))
-    conf = {"spark.sql.files.maxPartitionBytes": str(split), "spark.sql.files.openCostInBytes": str(1 << 20),
-            # one history per batch to the Python worker: a batch holds whole files
-            "spark.sql.execution.arrow.maxRecordsPerBatch": "1"}
-    before = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
-        rows = []
-        if readable:
-            texts = spark.read.text(readable, wholetext=True).selectExpr("input_file_name() AS path", "value")
-            rows = texts.mapInPandas(_judge_partition(options), RESULT_SCHEMA).collect()
-    finally:
-        for k, v in before.items():
-            if v is None:
-                spark.conf.unset(k)
+        before = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", None)
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "1")  # one run at a time through each worker
+        try:
+            paths = spark.createDataFrame([(p,) for p in readable], "path string").repartition(min(len(readable), 1024))
+            rows = paths.mapInPandas(_judge_partition(options), RESULT_SCHEMA).collect()
+        finally:
+            if before is None:
+                spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
             else:
-                spark.conf.set(k, v)
-    judged = {_local(r["path"]): json.loads(r["result"]) for r in rows}
+                spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", before)
+    judged = {r["path"]: json.loads(r["result"]) for r in rows}
     out = []
     for path, info in infos.items():
         res = judged.get(path) or {"ops": 0, "problem": f"no {HISTORY_FILE} read", "verdicts": {}}

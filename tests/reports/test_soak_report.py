@@ -40,7 +40,11 @@ def _runs(root: Path) -> list[Path]:
                                                           nemesis=["cut"], seed=9))
     ops = read_history(folders[0] / "history.jsonl")
     write_history(broken / "history.jsonl", ops[:5] + ops[6:50])
-    return [*folders, broken]
+    damaged = write_run(root / "damaged", ops, {})
+    (damaged / "soak.json").write_text('{"product": "RabbitMQ", "opt')   # torn: what ran is unknown
+    missing = write_run(root / "no-history", ops, json.loads((folders[0] / "soak.json").read_text()))
+    (missing / "history.jsonl").unlink()
+    return [*folders, broken, damaged, missing]
 
 
 def test_the_spark_job_gives_run_alls_verdicts_and_counts(spark: Any, tmp_path: Path) -> None:
@@ -49,7 +53,7 @@ def test_the_spark_job_gives_run_alls_verdicts_and_counts(spark: Any, tmp_path: 
     folders = _runs(tmp_path)
     runs = {Path(r["folder"]).name: r for r in check_runs(spark, [str(f) for f in folders])}
     assert len(runs) == len(folders)
-    for f in folders[:-1]:
+    for f in folders[:-3]:
         r = runs[f.name]
         ref = run_all(read_history(f / "history.jsonl"), options_of(json.loads((f / "soak.json").read_text())))
         assert r["problem"] is None and r["ops"] == sum(1 for _ in (f / "history.jsonl").open())
@@ -64,8 +68,10 @@ def test_the_spark_job_gives_run_alls_verdicts_and_counts(spark: Any, tmp_path: 
         r = runs[f"mutated-{name}"]
         assert r["verdict"] == "fail" and r["verdicts"][checker]["counts"][kind] >= 1 and r["mutation"] == name
     assert runs["broken"]["verdict"] == "broken" and "index 6, expected 5" in runs["broken"]["problem"]
+    assert runs["damaged"]["verdict"] == "broken" and "soak.json unreadable" in runs["damaged"]["problem"]
+    assert runs["no-history"]["verdict"] == "broken" and "no history.jsonl read" in runs["no-history"]["problem"]
 
-    m = matrix(list(runs.values()))
+    m = matrix([r for name, r in runs.items() if name not in ("damaged", "no-history")])
     cells = {(c["broker"], c["nemesis"]): c for c in m["cells"]}
     assert m["left_out_mutated"] == len(MUTATIONS)
     assert cells[("RabbitMQ 1.0 · AMQP 0-9-1", "cut")] | {"by_checker": None} == {
