@@ -230,13 +230,11 @@ def soak_context(result: dict[str, Any], out: Path | None = None) -> dict[str, A
     m = soak["matrix"]
     grid = {(c["broker"], c["nemesis"]): c for c in m["cells"]}
     rows = [{"broker": b, "cells": [grid.get((b, n)) for n in m["nemeses"]]} for b in m["brokers"]]
-    from reports.soak import broker_title
-
     runs = []
     for r in soak["runs"]:
         links = [{"name": name, "href": _href(os.path.join(r["folder"], name), out)} for name in ("soak.json", "history.jsonl")]
         anomalies = [{"checker": name, **a} for name, v in r["verdicts"].items() for a in v.get("listed", [])]
-        runs.append({**r, "broker": broker_title(r), "links": links, "listed": anomalies,
+        runs.append({**r, "links": links, "listed": anomalies,
                      "recorded_differs": bool(r["recorded"]) and not r.get("mutation")
                      and any(r["recorded"].get(k) not in (None, v["verdict"]) for k, v in r["verdicts"].items())})
     kinds = []

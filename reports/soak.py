@@ -187,7 +187,7 @@ def check_runs(spark: Any, folders: list[str]) -> list[dict[str, Any]]:
             res = {**res, "problem": f"{damaged}: the run is not judged", "verdicts": {}}
         verdicts = {k: res["verdicts"][k] for k in [*CHECKER_ORDER, *sorted(set(res["verdicts"]) - set(CHECKER_ORDER))] if k in res["verdicts"]}
         verdict = ("broken" if res["problem"] else "fail" if any(v["verdict"] == "fail" for v in verdicts.values()) else "pass")
-        out.append({**info, "ops": res["ops"], "problem": res["problem"], "verdicts": verdicts, "verdict": verdict, "cpu_s": res.get("cpu_s"),
+        out.append({**info, "broker": broker_title(info), "ops": res["ops"], "problem": res["problem"], "verdicts": verdicts, "verdict": verdict, "cpu_s": res.get("cpu_s"),
                     "anomalies": sum(v["anomalies"] for v in verdicts.values())})
     return sorted(out, key=lambda r: (r["product"], r["version"], r["protocol"], r["nemesis"], str(r["seed"]), r["folder"]))
 
@@ -212,7 +212,7 @@ def matrix(runs: list[dict[str, Any]]) -> dict[str, Any]:
         if r.get("mutation"):
             left_out += 1
             continue
-        key = (broker_title(r), r["nemesis"])
+        key = (r["broker"], r["nemesis"])
         c = cells.setdefault(key, {"broker": key[0], "nemesis": key[1], "runs": 0, "failed": 0, "broken": 0, "ops": 0,
                                    "anomalies": 0, "by_checker": dict.fromkeys(CHECKER_ORDER, 0)})
         c["runs"] += 1
