@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -208,11 +209,49 @@ def coverage_context(result: dict[str, Any], grid: dict[tuple[str, str], dict[st
     return {"rules": rules, "figures": data["figures"]}
 
 
-def render_html(result: dict[str, Any]) -> str:
+def _href(path: str, out: Path | None) -> str:
+    """A link from the report's folder to a local file (relative: the report and its runs move together)."""
+    import os
+    from urllib.parse import quote
+
+    if out is None:
+        return Path(path).resolve().as_uri()
+    return quote(os.path.relpath(path, Path(out).resolve()))
+
+
+def soak_context(result: dict[str, Any], out: Path | None = None) -> dict[str, Any] | None:
+    """The soak section (reports.soak): the matrix as rows of brokers over nemesis columns, each run
+    with its verdicts and links, and the anomalies by checker and kind over all runs."""
+    from conformance.soak.checkers import order, queue, redelivery, tx
+
+    soak = result.get("soak")
+    if not soak:
+        return None
+    m = soak["matrix"]
+    grid = {(c["broker"], c["nemesis"]): c for c in m["cells"]}
+    rows = [{"broker": b, "cells": [grid.get((b, n)) for n in m["nemeses"]]} for b in m["brokers"]]
+    runs = []
+    for r in soak["runs"]:
+        links = [{"name": name, "href": _href(os.path.join(r["folder"], name), out)} for name in ("soak.json", "history.jsonl")]
+        anomalies = [{"checker": name, **a} for name, v in r["verdicts"].items() for a in v.get("listed", [])]
+        runs.append({**r, "links": links, "listed": anomalies,
+                     "recorded_differs": bool(r["recorded"]) and not r.get("mutation")
+                     and any(r["recorded"].get(k) not in (None, v["verdict"]) for k, v in r["verdicts"].items())})
+    kinds = []
+    for mod in (queue, redelivery, order, tx):
+        for kind in mod.KINDS:
+            counted = [(r, r["verdicts"].get(mod.NAME, {}).get("counts", {}).get(kind, 0)) for r in soak["runs"]]
+            kinds.append({"checker": mod.NAME, "kind": kind, "total": sum(n for r, n in counted if not r.get("mutation")),
+                          "runs": sum(1 for r, n in counted if n and not r.get("mutation")),
+                          "mutated": sum(n for r, n in counted if r.get("mutation"))})
+    return {"matrix": m, "rows": rows, "runs": runs, "kinds": kinds, "totals": soak["totals"], "checkers": ("queue", "redelivery", "order", "tx")}
+
+
+def render_html(result: dict[str, Any], out: Path | None = None) -> str:
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, trim_blocks=False)
-    return env.get_template("report.html.j2").render(**context(result))
+    return env.get_template("report.html.j2").render(**context(result), soak=soak_context(result, out))
 
 
 def render_markdown(result: dict[str, Any], html_name: str = "report.html") -> str:
@@ -261,6 +300,20 @@ def render_markdown(result: dict[str, Any], html_name: str = "report.html") -> s
                              f"{(c['observed'] or '')[:160]}")
             if len(listed) > 20:
                 lines.append(f"- ... {len(listed) - 20} more in {html_name}")
+    soak = soak_context(result)
+    if soak:
+        t = soak["totals"]
+        lines += ["", (f"**Soak runs:** {t['runs']} run(s), {t['ops']} operations judged, {t['failed']} failing, {t['broken']} not judged; "
+                       "anomalies per million operations by broker and nemesis:"), "",
+                  "| broker | " + " | ".join(soak["matrix"]["nemeses"]) + " |", "|---|" + "---:|" * len(soak["matrix"]["nemeses"])]
+        for row in soak["rows"]:
+            lines.append(f"| {row['broker']} | " + " | ".join(
+                "" if c is None else f"{c['rate_per_million']:g} ({c['failed']}/{c['runs']} failing)" for c in row["cells"]) + " |")
+        for r in soak["runs"]:
+            if r["verdict"] != "pass":
+                found = ", ".join(f"{k} {v['anomalies']}" for k, v in r["verdicts"].items() if v["anomalies"])
+                lines.append(f"- {'self-check ' if r.get('mutation') else ''}{r['verdict']}: {r['broker']}, {r['nemesis']}, seed {r['seed']} "
+                             f"({r['folder']}): {r['problem'] or found}")
     s = result["summary"]
     lines += ["", f"_{s['records']} case records, {s['quarantined']} quarantined line(s). Full report: {html_name}_", ""]
     return "\n".join(lines)

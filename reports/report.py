@@ -93,7 +93,7 @@ def rule_coverage() -> dict[str, Any]:
 class _Stages:
     """The report's stages as a progress: the one starting ends the one before."""
 
-    def __init__(self, progress: "StepProgress | None", names: list[str]) -> None:
+    def __init__(self, progress: StepProgress | None, names: list[str]) -> None:
         self.progress, self.current = progress, None
         if progress is not None:
             progress.plan(len(names))
@@ -120,43 +120,71 @@ def page_runs(files: list[str], spark: Any) -> dict[str, dict[str, Any]]:
     return {m.run_id: m.raw for m in read_metas(files, remote) if m.run_id}
 
 
+def empty_figures() -> dict[str, Any]:
+    """The compliance figures of no compliance run (a report of soak runs only)."""
+    return {"cells": [], "area_scores": [], "level_scores": [], "flakiness": [], "durations": [], "runs": [], "killmatrices": [],
+            "summary": {"records": 0, "quarantined": 0, "mutated": 0, "sources": 0, "quarantined_examples": []}}
+
+
 def build(paths: list[str], out: Path, *, baseline: list[str] | None = None, master: str | None = None, verbose: bool = False,
-          progress: "StepProgress | None" = None) -> dict[str, Any]:
+          progress: StepProgress | None = None) -> dict[str, Any]:
+    """The report of the runs under ``paths``: compliance runs (results.jsonl) and soak runs
+    (a folder holding soak.json: reports.soak), in any mix."""
     from conformance import __version__
     from reports import case_pages
     from reports.ingest import result_files
     from reports.render import column_title
     from reports.session import spark_run
+    from reports.soak import split_paths
     from reports.tables import write_tables
 
-    files, base_files = result_files(paths), result_files(baseline or [])  # a bad path is a one-line error before Spark starts
-    stages = _Stages(progress, ["start Spark", "read the records, compute the matrix", "read the runs' status", *(["the baseline"] if baseline else []),
-                                "each cell's cases", "write Parquet and CSV", "write HTML, Markdown, JSON and the case pages"])
+    paths, soak_folders = split_paths(paths)
+    files, base_files = (result_files(paths) if paths or not soak_folders else []), result_files(baseline or [])  # a bad path is a one-line error before Spark starts
+    compliance = ["read the records, compute the matrix", "read the runs' status", *(["the baseline"] if baseline else []),
+                  "each cell's cases"] if files else []
+    stages = _Stages(progress, ["start Spark", *compliance, *(["judge the soak runs"] if soak_folders else []), "write Parquet and CSV",
+                                "write HTML, Markdown, JSON and the case pages"])
     stages.next("start Spark")
+    cases: list[dict[str, Any]] = []
     with spark_run(master, verbose=verbose) as spark:
-        stages.next("read the records, compute the matrix")
-        result, data = figures(spark, paths)
-        tally = Counter("flaky" if c.get("flaky") else c["verdict"] for c in result["cells"])
-        note = f"{result['summary']['records']} records, {len(result['cells'])} cells: " + " ".join(f"{v} {n}" for v, n in tally.most_common())
-        stages.next("read the runs' status", note)
-        result["runs"] = run_statuses(files, base_files, spark)
-        if baseline:
-            stages.next("the baseline")
-            base, _ = figures(spark, baseline)
-            result["diff"] = analysis.compare(base["cells"], result["cells"])
-        result["killmatrices"] = killmatrices(paths)
+        if files:
+            stages.next("read the records, compute the matrix")
+            result, _ = figures(spark, paths)
+            tally = Counter("flaky" if c.get("flaky") else c["verdict"] for c in result["cells"])
+            note = f"{result['summary']['records']} records, {len(result['cells'])} cells: " + " ".join(f"{v} {n}" for v, n in tally.most_common())
+            stages.next("read the runs' status", note)
+            result["runs"] = run_statuses(files, base_files, spark)
+            if baseline:
+                stages.next("the baseline")
+                base, _ = figures(spark, baseline)
+                result["diff"] = analysis.compare(base["cells"], result["cells"])
+            result["killmatrices"] = killmatrices(paths)
+            stages.next("each cell's cases")
+            cases = case_pages.case_rows(result.pop("_cases"), page_runs(files, spark))
+        else:
+            result = empty_figures()
+        if soak_folders:
+            from reports.soak import section
+
+            stages.next("judge the soak runs")
+            result["soak"] = section(spark, soak_folders)
         result["rule_coverage"] = rule_coverage()
         result["suite_version"] = __version__
-        stages.next("each cell's cases")
-        cases = case_pages.case_rows(result.pop("_cases"), page_runs(files, spark))
-    stages.next("write Parquet and CSV")
+    stages.next("write Parquet and CSV", _soak_note(result.get("soak")))
     out.mkdir(parents=True, exist_ok=True)
     write_tables(result["cells"], out)
     stages.next("write HTML, Markdown, JSON and the case pages")
-    (out / "report.html").write_text(render_html(result))
+    (out / "report.html").write_text(render_html(result, out))
     (out / "summary.md").write_text(render_markdown(result))
     write_json(result, out / "matrix.json")
     titles = {c["column"]: column_title(c["column"], result["cells"]) for c in result["cells"]}
     case_pages.write_pages(out, result["cells"], cases, titles)
     stages.end()
     return result
+
+
+def _soak_note(soak: dict[str, Any] | None) -> str | None:
+    if not soak:
+        return None
+    t = soak["totals"]
+    return f"{t['runs']} soak run(s), {t['ops']} ops: {t['failed']} failing, {t['broken']} not judged"

@@ -11,7 +11,8 @@ from conformance.cli.exit_codes import EXIT_OK
 
 def add_parser(sub: Any) -> None:
     rp = sub.add_parser("report", help="build the compliance report (HTML, Markdown, JSON, Parquet, CSV) from any number of runs (PySpark)")
-    rp.add_argument("runs", nargs="+", help="run folders, globs (runs/*) or results files; any path Spark reads")
+    rp.add_argument("runs", nargs="+", help="run folders, globs (runs/*) or results files; any path Spark reads; "
+                    "a folder holding soak.json is a soak run (conformance soak --out): its history is judged, into the soak section")
     rp.add_argument("--out", type=Path, required=True, help="output folder")
     rp.add_argument("--baseline", action="append", help="run folder(s) of the baseline to compare with (repeatable)")
     rp.add_argument("--spark-master", help="Spark master URL or Spark Connect sc://host:port (default local[*])")
@@ -36,9 +37,15 @@ def command(args: argparse.Namespace) -> int:
     targets = {(c["product"], c["version"], c["protocol"]) for c in result["cells"]}
     undrawn = undrawn_columns(result["cells"])  # a broker's column it cannot have is not drawn, nor counted
     configs = {c["column"] for c in result["cells"] if c.get("queue_type") not in (None, "-") and c["column"] not in undrawn}
-    print(f"report: {s['records']} case records, {len(targets)} target(s) over {len(configs)} queue-type configuration(s), "
-          f"{len({c['requirement'] for c in result['cells']})} requirements, "
-          f"{s['quarantined']} quarantined line(s), {s['mutated']} self-test record(s) left out")
+    if s["sources"] or not result.get("soak"):  # a report of soak runs alone has no case records to count
+        print(f"report: {s['records']} case records, {len(targets)} target(s) over {len(configs)} queue-type configuration(s), "
+              f"{len({c['requirement'] for c in result['cells']})} requirements, "
+              f"{s['quarantined']} quarantined line(s), {s['mutated']} self-test record(s) left out")
+    soak = result.get("soak")
+    if soak:
+        t = soak["totals"]
+        print(f"report: {t['runs']} soak run(s), {t['ops']} operations judged: {t['failed']} failing, {t['broken']} not judged, "
+              f"{t['anomalies']} anomalies")
     for name in ("report.html", "summary.md", "matrix.json", "matrix.parquet", "matrix.csv"):
         print(f"  {args.out / name}")
     print(f"  {args.out / 'cases'}/ (one page per matrix cell, linked from the matrix)")

@@ -80,10 +80,15 @@ def spark_processes() -> Iterator[LocalSpark]:
         cluster.stop()
 
 
-def test_standalone_cluster_gives_the_local_report(spark_processes: LocalSpark, runs: Path, local_report: dict[str, Any],
+@pytest.fixture(scope="module")
+def standalone(spark_processes: LocalSpark) -> str:
+    """The standalone master's URL: one master and worker for the module's tests."""
+    return spark_processes.master_url or spark_processes.start_standalone()
+
+
+def test_standalone_cluster_gives_the_local_report(standalone: str, runs: Path, local_report: dict[str, Any],
                                                     tmp_path: Path) -> None:
-    url = spark_processes.start_standalone()
-    got = _report(runs, tmp_path / "report", url)
+    got = _report(runs, tmp_path / "report", standalone)
     assert got["summary"]["records"] > 1_000 and got["summary"]["quarantined"] >= 1
     assert got == local_report
 
@@ -100,3 +105,32 @@ def test_spark_connect_gives_the_local_report(spark_processes: LocalSpark, runs:
     got = _report(runs, tmp_path / "report", url)
     assert got == local_report
 
+
+
+def test_soak_runs_are_judged_on_the_standalone_cluster(standalone: str, tmp_path: Path) -> None:
+    """The soak job's tasks on the cluster's executors (the code shipped with the job): the verdicts
+    and anomaly counts of run_all in this process, a mutated run's failure included."""
+    from conformance.soak.checkers import run_all
+    from conformance.soak.folders import mutate_run, synthetic_meta, write_run
+    from conformance.soak.history import read_history
+    from conformance.soak.judge import options_of
+    from conformance.soak.synthetic import healthy_history
+
+    folders = []
+    for i, nemesis in enumerate(("cut", "kill")):
+        ops = healthy_history(i, 1_500)
+        folders.append(write_run(tmp_path / f"soak-{i}", ops, synthetic_meta(ops, product="RabbitMQ", version="3.10.8",
+                                                                          protocol="amqp-0-9-1", nemesis=[nemesis], seed=i)))
+    folders.append(mutate_run(folders[0], tmp_path / "soak-lost", "lose-confirmed"))
+    out = tmp_path / "report"
+    proc = subprocess.run(conformance_cmd("report", *map(str, folders), "--out", str(out), "--spark-master", standalone),
+                          check=False, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, f"report on {standalone} exited {proc.returncode}: {proc.stderr[-2000:]}"
+    assert "3 soak run(s)" in proc.stdout and "1 failing" in proc.stdout
+    got = {Path(r["folder"]).name: r for r in json.loads((out / "matrix.json").read_text())["soak"]["runs"]}
+    for f in folders:
+        ref = run_all(read_history(f / "history.jsonl"), options_of(json.loads((f / "soak.json").read_text())))
+        assert {k: (v["verdict"], v["counts"]) for k, v in got[f.name]["verdicts"].items()} == \
+               {k: (r.verdict, r.counts) for k, r in ref.items()}, f.name
+    assert got["soak-lost"]["verdicts"]["queue"]["counts"]["lost"] >= 1 and got["soak-0"]["verdict"] == "pass"
+    assert 'id="soak-matrix"' in (out / "report.html").read_text()
