@@ -90,6 +90,9 @@ def run_info(folder: str) -> dict[str, Any]:
             "mutation": meta.get("history_mutation") or (meta.get("mutation") or {}).get("name"),
             "mutation_where": "history" if meta.get("history_mutation") else "wire" if meta.get("mutation") else None,
             "recorded": {k: v.get("verdict") for k, v in (meta.get("verdicts") or {}).items()},
+            # what the run's profile documented of its anomalies (conformance.soak.documented), kept per checker
+            "documented": {k: {"anomalies": v.get("anomalies"), **v["documented"]}
+                           for k, v in (meta.get("verdicts") or {}).items() if isinstance(v, dict) and v.get("documented")},
             "faults_fired": len((meta.get("stats") or {}).get("faults_fired") or []),
             "workload_s": (meta.get("stats") or {}).get("workload_s"), "damaged": damaged}
 
@@ -189,7 +192,9 @@ def check_runs(spark: Any, folders: list[str]) -> list[dict[str, Any]]:
         if damaged:  # what ran is unknown: its verdicts would land in no broker's row
             res = {**res, "problem": f"{damaged}: the run is not judged", "verdicts": {}}
         verdicts = {k: res["verdicts"][k] for k in [*CHECKER_ORDER, *sorted(set(res["verdicts"]) - set(CHECKER_ORDER))] if k in res["verdicts"]}
-        verdict = ("broken" if res["problem"] else "fail" if any(v["verdict"] == "fail" for v in verdicts.values()) else "pass")
+        verdicts = {k: _documented(v, info.get("documented", {}).get(k)) for k, v in verdicts.items()}
+        verdict = ("broken" if res["problem"] else "fail" if any(v["verdict"] == "fail" for v in verdicts.values())
+                   else "deviation" if any(v["verdict"] == "deviation" for v in verdicts.values()) else "pass")
         out.append({**info, "broker": broker_title(info), "ops": res["ops"], "problem": res["problem"], "verdicts": verdicts, "verdict": verdict, "cpu_s": res.get("cpu_s"),
                     "anomalies": sum(v["anomalies"] for v in verdicts.values())})
     return sorted(out, key=lambda r: (r["product"], r["version"], r["protocol"], r["nemesis"], str(r["seed"]), r["folder"]))
@@ -200,6 +205,15 @@ def broker_title(run: dict[str, Any]) -> str:
 
     name = " ".join(x for x in (run["product"], run["version"]) if x)
     return f"{name} · {PROTOCOL_NAMES.get(run['protocol'], run['protocol'])}"
+
+
+def _documented(judged: dict[str, Any], doc: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's own decision on a checker's anomalies (its profile's deviations across a fault, made
+    when it ran, where the profile and the fault windows are known) holds here when the history judged
+    again shows as many anomalies: then they are the same ones. Otherwise the verdict judged here stands."""
+    if not doc or judged["verdict"] != "fail" or doc.get("anomalies") != judged["anomalies"]:
+        return judged
+    return {**judged, "verdict": doc.get("verdict", judged["verdict"]), "documented": doc}
 
 
 def matrix(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -125,3 +125,13 @@ def test_a_run_made_wrong_on_the_wire_is_a_self_check_too(tmp_path: Path) -> Non
     assert (info["mutation"], info["mutation_where"]) == ("confirmed-lost", "wire")
     judged = {**info, "broker": "RabbitMQ 3.10.8", "verdict": "fail", "ops": len(ops), "anomalies": 1, "verdicts": {}}
     assert matrix([judged])["left_out_mutated"] == 1 and matrix([judged])["cells"] == []
+
+
+def test_the_runs_documented_deviation_holds_when_the_same_anomalies_are_judged_again() -> None:
+    from reports.soak import _documented
+
+    judged = {"verdict": "fail", "anomalies": 3, "counts": {}}
+    doc = {"anomalies": 3, "verdict": "deviation", "undocumented": 0, "entries": [{"requirement": "PERSIST-X", "as": "deviation"}]}
+    assert _documented(judged, doc)["verdict"] == "deviation"
+    assert _documented(judged, {**doc, "anomalies": 2})["verdict"] == "fail"  # other anomalies: judged here, not excused
+    assert _documented(judged, None) is judged
