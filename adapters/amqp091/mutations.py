@@ -957,7 +957,3 @@ class SilentAfter(Mutator):
         else:
             m.count()
         return []
-
-
-# The operators made for soaks (scope "soak": never in the self-test) register when this module loads.
-from adapters.amqp091 import soak_mutations as _soak_mutations  # noqa: F401

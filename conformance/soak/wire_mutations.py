@@ -2,7 +2,7 @@
 
 A self-test aid, like ``conformance selftest``'s mutations: ``conformance soak --mutation NAME``
 puts the clients behind the fault proxy with one operator of the protocol rewriting frames
-(conformance.nemesis.mutations; the AMQP 0-9-1 ones in adapters/amqp091/soak_mutations.py and
+(conformance.nemesis.mutations; the AMQP 0-9-1 ones in adapters/amqp091/mutators/soak.py and
 mutations.py). The soak then judges a broker known to be wrong, and the checker named here must
 fail: a soak that passes under its mutation cannot find that fault. soak.json records the
 mutation, and its verdicts are about the mutation, never about the broker.

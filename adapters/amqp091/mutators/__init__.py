@@ -11,3 +11,4 @@ from . import consumers  # noqa: F401
 from . import confirms  # noqa: F401
 from . import restored  # noqa: F401
 from . import cancel  # noqa: F401
+from . import soak  # noqa: F401  (scope "soak": the soak's own operators, never in the self-test)
