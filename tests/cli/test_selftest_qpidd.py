@@ -16,7 +16,7 @@ from tests.conftest import conformance_cmd
 from tests.e2e.seed_brokers import EXPECTED, load
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1260)  # its own limit (1200 s) decides: ~600 s beside the other long files
 def test_selftest_amqp10_on_qpidd_kills_every_provable_case(tmp_path: Path) -> None:
     """The whole catalogue over AMQP 1.0 on the Qpid C++ broker (process target): every provable
     case killed, every declared kill met; the clean fails are the reviewed ones (expectation file).
@@ -29,7 +29,7 @@ def test_selftest_amqp10_on_qpidd_kills_every_provable_case(tmp_path: Path) -> N
         pytest.skip(f"{expected.product} {expected.version} absent: set ${expected.env} or keep {expected.binary} beside the checkout")
     out = tmp_path / "selftest"
     proc = subprocess.run(conformance_cmd("selftest", "--target", expected.target, "--out", str(out), "--parallel", "4", "--skip-restarts"),
-                          capture_output=True, text=True, timeout=840, env={**os.environ, expected.env: str(binary)})
+                          capture_output=True, text=True, timeout=1200, env={**os.environ, expected.env: str(binary)})
     assert (out / "killmatrix.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     m = json.loads((out / "killmatrix.json").read_text())
     assert m["protocol"] == "amqp-1.0" and m["counts"]["provable"] > 90
