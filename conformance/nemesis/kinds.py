@@ -269,22 +269,27 @@ def fault_notes(faults: Iterable[FaultKind], target: Any) -> str:
     return "; ".join(said)
 
 
-def strike(k: FaultKind, target: Any, say: Callable[[str, str], None], shared: str = "") -> float:
-    """Fire broker kind ``k`` at ``target`` and heal it, telling the history through ``say(op,
-    detail)`` (``shared``: how many cases the fault serves, appended to each detail). Returns when
-    the node accepts connections again, with the time that took."""
-    name = target.name
+def strike(k: FaultKind, target: Any, say: Callable[[str, str], None], shared: str = "", node: str | None = None) -> float:
+    """Fire kind ``k`` at ``target`` (a node kind at its ``node``) and heal it, telling the history
+    through ``say(op, detail)`` (``shared``: how many cases the fault serves, appended to each
+    detail). Returns when the heal ended (a broker kind: the node accepts connections again), with
+    the time that took."""
+    name = node or target.name
+    args = (target,) if node is None else (target, node)
     suffix = f" {shared}" if shared else ""
     start = time.monotonic()
     note = k.note(target)
     if note:
         say("note", f"{note}{suffix}")
-    k.fire(target)
+    k.fire(*args)
     if k.fired_event:
         say(k.fired_event, f"{name}{suffix}")
     if k.hold_s:
         time.sleep(k.hold_s)  # the fault's own duration, not a wait for anything to settle
-    k.heal(target)
+    said = k.heal(*args)
     took = time.monotonic() - start
-    say(k.back_event, f"{name} accepting connections after {took:.1f}s{suffix}")
+    # a node kind's heal may return what the target reported (a partition's evidence)
+    back = f"{name} after {took:.1f}s" + (f" ({said})" if isinstance(said, str) and said else "") if node else \
+        f"{name} accepting connections after {took:.1f}s"
+    say(k.back_event, back + suffix)
     return took

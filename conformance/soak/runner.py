@@ -403,26 +403,32 @@ class Soak:
                     self.rec("nemesis", "ok", "fault", {**v, "detail": "every client connection reset (RST) through the fault proxy"})
                     self.rec("nemesis", "invoke", "heal", v)
                     self.rec("nemesis", "ok", "heal", {**v, "detail": "nothing on the broker to heal: clients reconnect"})
-                elif (self.kinds.get(k) or KINDS[k]).scope == NODE:
-                    self._strike_node(self.kinds.get(k) or KINDS[k], entry, v)
                 else:
                     kind = self.kinds.get(k) or KINDS[k]
+                    node = None
+                    if kind.scope == NODE:  # one node of the cluster: clients on the others keep going
+                        names = self.target.node_names()
+                        node = names[(int(entry.get("node", 1)) - 1) % len(names)]
+                        v["detail"] += f"; node {entry.get('node', 1)} ({node})"
                     fired: list[bool] = []
 
-                    def say(op: str, detail: str, kind: Any = kind, v: dict[str, Any] = v, fired: list[bool] = fired) -> None:
+                    def say(op: str, detail: str, kind: Any = kind, v: dict[str, Any] = v, fired: list[bool] = fired,
+                            node: str | None = node) -> None:
                         # the fault kind's own fire, hold and heal (strike) tells its steps: the act, then the node back
                         if op == "note":
                             return
                         if not fired:
                             fired.append(True)
-                            self.rec("nemesis", "ok", "fault", {**v, "detail": kind.fired_event or kind.does})
+                            act = f"{kind.fired_event or kind.name} {node}" if node else kind.fired_event or kind.does
+                            self.rec("nemesis", "ok", "fault", {**v, "detail": act})
                             self.rec("nemesis", "invoke", "heal", v)
                         if op == kind.back_event:
                             self.rec("nemesis", "ok", "heal", {**v, "detail": f"{op}: {detail}"})
 
-                    self.healthy.clear()
+                    if node is None:  # a broker fault: the clients wait for its heal
+                        self.healthy.clear()
                     try:
-                        strike(kind, self.target, say)
+                        strike(kind, self.target, say, node=node)
                     finally:
                         self.healthy.set()
             except Exception as exc:  # noqa: BLE001 - a fault that could not be fired or healed is the run's breakage
@@ -431,22 +437,6 @@ class Soak:
                 self._heal_anyway()
                 return
             self.fired.append({**entry, "entry": n, "took_s": round(time.monotonic() - started, 3)})
-
-    def _strike_node(self, kind: Any, entry: dict[str, Any], v: dict[str, Any]) -> None:
-        """Fire a node kind at the entry's node of the cluster, hold it, heal it; the clients on the
-        other nodes keep going (no wait for the heal: a client that lost its node moves to another)."""
-        names = self.target.node_names()
-        node = names[(int(entry.get("node", 1)) - 1) % len(names)]
-        v["detail"] += f"; node {entry.get('node', 1)} ({node})"
-        kind.fire(self.target, node)
-        self.rec("nemesis", "ok", "fault", {**v, "detail": f"{kind.fired_event or kind.name} {node}"})
-        self.rec("nemesis", "invoke", "heal", v)
-        began = time.monotonic()
-        if kind.hold_s:
-            time.sleep(kind.hold_s)  # the fault's own duration, not a wait for anything to settle
-        said = kind.heal(self.target, node)
-        self.rec("nemesis", "ok", "heal", {**v, "detail": f"{kind.back_event}: {node} after {time.monotonic() - began:.1f}s"
-                                                          + (f" ({said})" if isinstance(said, str) and said else "")})
 
     def _heal_anyway(self) -> None:
         """After a fault that broke: the node started if it is not running (every fault heals);
