@@ -643,6 +643,14 @@ def _canonical(obj: Any) -> Any:
     return obj
 
 
+def profile_on(target: Any, product: str, version: str, protocol: str, override: str | None = None) -> Profile:
+    """:func:`select_profile` with the facts ``target`` reports of itself (conformance.targets.target_conditions),
+    so an entry that holds only on such a target (``when_target``) holds here: what a run and a soak judge with."""
+    from conformance.targets import target_conditions
+
+    return replace(select_profile(product, version, protocol, override), target_conditions=target_conditions(target))
+
+
 def select_profile(product: str, version: str, protocol: str, override: str | None = None) -> Profile:
     """The user's choice (id or file), else the most specific bundled profile for this server.
 

@@ -16,7 +16,6 @@ import platform
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -26,7 +25,7 @@ from conformance.api import Adapter, adapter_for
 from conformance.catalogue import packs
 from conformance.catalogue.capabilities import server_capabilities
 from conformance.catalogue.packs import Pack
-from conformance.catalogue.profiles import profile_data, select_profile
+from conformance.catalogue.profiles import profile_data, profile_on
 from conformance.catalogue.requirements import catalogue_digest
 from conformance.errors import ConformanceError, NoReply, OperationTimeout, TargetError, UsageError
 from conformance.nemesis.cluster import merge_mutation_stats, mutated_node_urls
@@ -36,7 +35,7 @@ from conformance.runner.options import check
 from conformance.runner.results import ResultsWriter, read_results, read_run
 from conformance.runner.state import RunState
 from conformance.secrets import SecretUrl, register_url, scrub
-from conformance.targets import Target, attach_target, make_target, redact, target_conditions
+from conformance.targets import Target, attach_target, make_target, redact
 
 
 def abort_record(results_dir: str | None, cause: str) -> None:
@@ -92,8 +91,7 @@ def start(values: Mapping[str, Any], worker: Mapping[str, Any] | None = None) ->
         adapter = adapter_for(scheme, values.get("adapter"), getattr(target, "protocol", None))()
         loaded = check(values, packs.adapter_entry_name(type(adapter)))  # the packs its package ships too
         server = _probe_server(adapter, url)
-        profile = replace(select_profile(server.product, server.version, adapter.protocol, values.get("profile")),
-                          target_conditions=target_conditions(target))  # a profile entry may hold only on such a target
+        profile = profile_on(target, server.product, server.version, adapter.protocol, values.get("profile"))
         offered = server_capabilities(adapter, server)
         not_posed = posed.undeclarable(adapter, server, profile)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the user gets one line, the node is stopped

@@ -6,7 +6,7 @@ their own (already started: it is not stopped)."""
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, is_dataclass, replace
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,11 +42,11 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
     """Run one soak into ``out``; the exit code (0 every checker passed, 1 one failed, 2 the run
     broke) and soak.json's content. ``spec``: a --target value to launch or attach (stopped at the
     end); or ``target``: a started Target the caller owns."""
-    from conformance.catalogue.profiles import select_profile
+    from conformance.catalogue.profiles import profile_on
     from conformance.kit.redelivery import signal_of
     from conformance.nemesis.kinds import KINDS, fault_applicability
     from conformance.soak.documented import refusal
-    from conformance.targets import make_target, target_conditions
+    from conformance.targets import make_target
 
     out.mkdir(parents=True, exist_ok=True)
     owned = target is None
@@ -95,8 +95,7 @@ def execute(spec: str | None, options: SoakOptions, out: Path, *, target: Any = 
         conn = adapter.connect(client_url, name="soak probe")
         server = conn.server
         # what the target reports of itself (no-store) selects the profile entries that hold on it only
-        profile = replace(select_profile(server.product, server.version, adapter.protocol, None),
-                          target_conditions=target_conditions(target))
+        profile = profile_on(target, server.product, server.version, adapter.protocol)
         qspec, qtype = queue_spec(profile, options.queue_type)
         refused = refusal([k for k in kinds if k != "cut"], profile, qtype, getattr(target, "name", "the target"),
                           {k: KINDS[k].note(target) for k in kinds if k != "cut"})
